@@ -1,0 +1,40 @@
+# The two jobs: `make demo` and `make test`. Both install what they need on a fresh machine.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+FIXRL := $(VENV)/bin/fixrl
+DEMO_OUT ?= runs/demo
+
+.PHONY: demo test test-fast venv docker image bench clean
+
+venv: $(VENV)/.installed
+
+# torch is installed first, pinned, so that nothing pulls the multi-GB CUDA build.
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test,tensorboard]'
+	touch $@
+
+# Debian's docker.io when no engine answers; dockerd started when it is not running.
+docker:
+	bash sandbox/ensure_docker.sh
+
+image: venv docker
+	$(FIXRL) sandbox build-image
+
+demo: venv
+	$(FIXRL) demo --out $(DEMO_OUT)
+
+test: venv docker image
+	$(VENV)/bin/pytest -q
+
+test-fast: venv
+	$(VENV)/bin/pytest -q -m "not slow"
+
+bench: venv docker image
+	$(FIXRL) bench sandbox
+	$(FIXRL) bench rollout
+	$(FIXRL) bench logprobs
+
+clean:
+	rm -rf $(VENV) runs

@@ -1,0 +1,67 @@
+"""Records passed between the agent loop (harness/) and the tool environment (envs/)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+ExitStatus = Literal["submitted", "out_of_turns", "out_of_tokens", "malformed", "error"]
+Outcome = Literal["pass", "fail", "error"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A parsed tool call: the tool's name and its JSON arguments (not yet validated)."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """The policy wrote something that is not a valid tool call. `error` says what was wrong and
+    what form is expected; the env returns it as the observation and counts it."""
+
+    error: str
+
+
+@dataclass(frozen=True)
+class StepResult:
+    observation: str
+    done: bool
+
+
+@dataclass
+class EpisodeInfo:
+    """What happened in one episode; filled by ToolEnv, read by train/ and evals/."""
+
+    task_id: str
+    actions: list[str] = field(default_factory=list)
+    """One short line per turn: tool name and key argument, e.g. `read src/x.py`, `edit src/x.py`."""
+    reads: int = 0
+    tests: int = 0
+    edits: int = 0
+    """Applied edits (refused edits past the budget are not counted here)."""
+    refused_edits: int = 0
+    malformed: int = 0
+    turns: int = 0
+    submitted: bool = False
+    answer: str | None = None
+    reads_before_first_edit: int = 0
+    first_edit_right: bool | None = None
+    """Whether the first applied edit was (part of) the reference fix; None if no edit or unknown."""
+    exit_status: ExitStatus | None = None
+    outcome: Outcome | None = None
+    hidden_pass: bool | None = None
+    public_pass: bool | None = None
+    check_tests: dict[str, str] = field(default_factory=dict)
+    """Per-test outcome of the hidden check ('passed', 'failed', 'error', 'skipped', 'missing')."""
+    partial_credit: float | None = None
+    error: str | None = None
+    renamed: dict[str, str] = field(default_factory=dict)
+    """Per-episode renaming: original name -> name the agent saw."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Seconds spent: 'tools', 'check'."""
+
+    @property
+    def reward(self) -> float:
+        return 1.0 if self.outcome == "pass" else 0.0

@@ -1,0 +1,6 @@
+"""fixrl tasks commands (to be filled)."""
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    pass

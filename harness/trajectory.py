@@ -1,0 +1,44 @@
+"""The trajectory: exactly the tokens the policy was given and sampled, never re-tokenised."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Trajectory:
+    task_id: str
+    token_ids: list[int] = field(default_factory=list)
+    """Prompt, then each assistant turn's sampled ids (through <|im_end|>), then each tool turn's ids."""
+    assistant_mask: list[int] = field(default_factory=list)
+    """1 exactly where the policy sampled the token; same length as token_ids."""
+    sampler_logprobs: list[float] = field(default_factory=list)
+    """Sampler's log-prob of each token (0.0 where assistant_mask is 0); empty for scripted policies."""
+    turn_spans: list[tuple[int, int]] = field(default_factory=list)
+    """[start, end) of each assistant turn's sampled ids within token_ids."""
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """The conversation as chat messages (for reading, SFT export and the token-exactness test)."""
+    reward: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)
+    """envs.EpisodeInfo as a dict: actions, reads/tests/edits, turns, submitted, hidden_pass,
+    exit_status, outcome ('pass' | 'fail' | 'error'), error, ..."""
+    group: int | None = None
+    """Index of the GRPO group the trajectory belongs to (None outside training)."""
+
+    @property
+    def errored(self) -> bool:
+        return self.info.get("outcome") == "error"
+
+    @property
+    def num_policy_tokens(self) -> int:
+        return sum(self.assistant_mask)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Trajectory":
+        d = dict(d)
+        d["turn_spans"] = [tuple(s) for s in d.get("turn_spans", [])]
+        return cls(**d)

@@ -1,0 +1,2 @@
+"""Isolation backends."""
+from sandbox.base import WORKDIR, ExecResult, Limits, Sandbox, SandboxError
