@@ -61,6 +61,9 @@ class EpisodeInfo:
     """Per-episode renaming: original name -> name the agent saw."""
     seconds: dict[str, float] = field(default_factory=dict)
     """Seconds spent: 'tools', 'check'."""
+    dropped_files: dict[str, str] = field(default_factory=dict)
+    """Agent-changed files not carried into the hidden check -> why (test files, new files that
+    could shadow modules, changes that reach for the test runner; see envs.changes)."""
 
     @property
     def reward(self) -> float:

@@ -18,7 +18,12 @@ class Trajectory:
     turn_spans: list[tuple[int, int]] = field(default_factory=list)
     """[start, end) of each assistant turn's sampled ids within token_ids."""
     messages: list[dict[str, Any]] = field(default_factory=list)
-    """The conversation as chat messages (for reading, SFT export and the token-exactness test)."""
+    """The conversation as chat messages (for reading, SFT export and the token-exactness test).
+    Assistant messages hold the decoded sampled text verbatim (the tool call as written, not a
+    parsed `tool_calls` field), so the chat template renders exactly the ids that were sampled."""
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    """The tool schemas the prompt listed (OpenAI function format); render with
+    `apply_chat_template(messages, tools=tools)`."""
     reward: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
     """envs.EpisodeInfo as a dict: actions, reads/tests/edits, turns, submitted, hidden_pass,

@@ -2,24 +2,49 @@
 
 Every field is validated by pydantic; `tasks.load_suite` turns a validation error into a
 message that names the file and the field. Paths are relative to the suite directory.
+
+A suite directory looks like this:
+
+    my-suite/
+      suite.yaml            # optional: name, defaults (any task field), tools, rename_pool
+      repo/                 # the clean repository (or a git repository + commit per task)
+      tasks/**/*.yaml       # task files: one task (a mapping) or several (a list) per file
+      checks/<id>/...       # files the tasks refer to by path (hidden tests, patches)
+
+Without a `tasks/` folder the suite root's own `*.yaml` files (not `suite.yaml`) are the task
+files. Fields that hold text (`bug`, `fix`, `bug_files` values, `check.files` values) take
+either the text inline (it then contains a newline) or a path to a file holding it; the
+loader resolves paths, so a loaded Task always carries the text itself.
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Literal
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TASK_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+DEFAULT_TOOLS = ["read", "test", "edit", "submit"]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _check_rel_path(path: str) -> str:
+    """A path inside the repository: relative, no `..`, not empty."""
+    p = PurePosixPath(path)
+    if not path or p.is_absolute() or ".." in p.parts or path.startswith("~"):
+        raise ValueError(f"{path!r} must be a relative path inside the repository (no '..', not absolute)")
+    return str(p)
+
+
 class GitRepo(_Strict):
     """A git repository checked out at a commit (history is stripped before the agent sees it)."""
 
     git: str
-    """Path to a local git repository, relative to the suite directory."""
+    """Path to a local git repository, relative to the suite directory (or absolute)."""
     commit: str
     """Commit (or any rev-parse-able ref) to check out."""
 
@@ -29,30 +54,61 @@ class Check(_Strict):
 
     files: dict[str, str] = Field(default_factory=dict)
     """Destination path inside the repository -> source path relative to the suite directory
-    (or the file's text inline, when the value contains a newline)."""
+    (or the file's text inline, when the value contains a newline). After loading: the text."""
     command: str
     """The check command, run in the repository root. For pytest commands the runner adds its
     own report; pass requires exit status 0 AND every test in `tests` reported as passed."""
     tests: list[str] = Field(default_factory=list)
     """Test node ids the check must see pass (FAIL_TO_PASS + PASS_TO_PASS). Empty: exit status
-    only, which is allowed for non-pytest checks such as a question's answer checker."""
-    timeout: float = 120.0
+    only, which is allowed for non-pytest checks such as a question's answer checker (a pytest
+    check with no tests listed needs every test it runs to pass, and at least one)."""
+    timeout: float = Field(default=120.0, gt=0)
     """Seconds before the check is killed and counted as a fail."""
+
+    @field_validator("files")
+    @classmethod
+    def _files_inside_repo(cls, v: dict[str, str]) -> dict[str, str]:
+        return {_check_rel_path(k): val for k, val in v.items()}
+
+    @field_validator("command")
+    @classmethod
+    def _command_not_empty(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("the check command is empty")
+        return v
+
+    @model_validator(mode="after")
+    def _tests_need_pytest(self) -> "Check":
+        from tasks.check import parse_pytest_command
+
+        if self.tests and parse_pytest_command(self.command) is None:
+            raise ValueError(
+                "`tests` lists test ids, which only a plain pytest command can report "
+                "(e.g. `python -m pytest -q tests/test_x.py`); got command "
+                f"{self.command!r}. Use a plain pytest command or leave `tests` empty.")
+        return self
+
+    @property
+    def is_pytest(self) -> bool:
+        from tasks.check import parse_pytest_command
+
+        return parse_pytest_command(self.command) is not None
 
 
 class Limits(_Strict):
-    max_turns: int = 8
+    max_turns: int = Field(default=8, ge=1)
     """Assistant turns before the episode ends as out of turns."""
-    max_edits: int | None = None
+    max_edits: int | None = Field(default=None, ge=0)
     """Applied edits allowed per episode; later edits use a turn and change nothing. None: no cap."""
-    tool_timeout: float = 60.0
-    """Seconds each tool call may run."""
-    setup_timeout: float = 300.0
+    tool_timeout: float = Field(default=60.0, gt=0)
+    """Seconds each tool call may run (the `test` tool's public test command included)."""
+    setup_timeout: float = Field(default=300.0, gt=0)
+    """Seconds each `setup` command may run."""
 
 
 class Task(_Strict):
     id: str
-    """Unique within a suite."""
+    """Unique within a suite; letters, digits, `_`, `.`, `-`."""
     repo: str | GitRepo
     """A directory (relative to the suite) holding the clean repository, or a git repo + commit."""
     image: str | None = None
@@ -60,13 +116,15 @@ class Task(_Strict):
     setup: list[str] = Field(default_factory=list)
     """Commands run in the repository after the bug is applied, before the agent starts."""
     kind: Literal["fix", "question"] = "fix"
+    """`fix`: the agent changes the code; `question`: the agent submits an answer the check verifies."""
     issue: str
     """What the agent is told."""
     public_tests: str = "python -m pytest -q"
     """The command the agent's `test` tool runs."""
     check: Check
     bug: str | None = None
-    """A unified diff (or a path to a .patch file) that turns the clean repo into the buggy one."""
+    """A unified diff (or a path to a .patch file) that turns the clean repo into the buggy one.
+    None: the repository as given is already the buggy state (e.g. a SWE-bench base commit)."""
     bug_files: dict[str, str] = Field(default_factory=dict)
     """Alternative to `bug`: destination path -> buggy file content (or a path to it)."""
     fix: str | None = None
@@ -74,7 +132,7 @@ class Task(_Strict):
     Required for fix tasks."""
     answer: str | None = None
     """For question tasks: the reference answer (the check verifies the agent's answer; this is
-    what the oracle submits)."""
+    what the oracle submits). Required for question tasks."""
     function: str | None = None
     """The buggy function's name, used for per-episode renaming; None disables renaming."""
     file: str | None = None
@@ -83,10 +141,48 @@ class Task(_Strict):
     tags: list[str] = Field(default_factory=list)
     """Free labels; a tag `family:NAME` names the bug family (the generator's mutation operator)."""
     limits: Limits = Field(default_factory=Limits)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Anything carried along untouched (e.g. a SWE-bench instance's extra fields, generator
+    provenance). Never shown to the agent."""
 
     # Set by the loader, not by users.
     suite_dir: Path | None = Field(default=None, exclude=True)
     source_file: Path | None = Field(default=None, exclude=True)
+
+    @field_validator("id")
+    @classmethod
+    def _id_chars(cls, v: str) -> str:
+        if not TASK_ID_RE.match(v):
+            raise ValueError(f"{v!r} is not a valid id: use letters, digits, '_', '.', '-' "
+                             "(starting with a letter or digit)")
+        return v
+
+    @field_validator("bug_files")
+    @classmethod
+    def _bug_files_inside_repo(cls, v: dict[str, str]) -> dict[str, str]:
+        return {_check_rel_path(k): val for k, val in v.items()}
+
+    @field_validator("file")
+    @classmethod
+    def _file_inside_repo(cls, v: str | None) -> str | None:
+        return None if v is None else _check_rel_path(v)
+
+    @field_validator("issue")
+    @classmethod
+    def _issue_not_empty(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("the issue text is empty: write what the agent is told")
+        return v
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> "Task":
+        if self.bug is not None and self.bug_files:
+            raise ValueError("give either `bug` (a patch) or `bug_files` (file contents), not both")
+        if self.kind == "fix" and not (self.fix and self.fix.strip()):
+            raise ValueError("`fix` (the reference patch) is required for kind: fix")
+        if self.kind == "question" and self.answer is None:
+            raise ValueError("`answer` (the reference answer) is required for kind: question")
+        return self
 
     @property
     def family(self) -> str | None:
@@ -94,3 +190,46 @@ class Task(_Strict):
             if tag.startswith("family:"):
                 return tag.split(":", 1)[1]
         return None
+
+
+class SuiteConfig(_Strict):
+    """The optional `suite.yaml` at a suite's root."""
+
+    name: str | None = None
+    """Suite name; default: the directory's name."""
+    description: str = ""
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    """Values for any task field, used where a task file does not set it (merged key by key
+    into nested fields such as `limits` and `check`)."""
+    tools: list[str] = Field(default_factory=lambda: list(DEFAULT_TOOLS))
+    """The tools the agent gets on this suite's tasks."""
+    rename_pool: list[str] = Field(default_factory=list)
+    """Function names drawn from for per-episode renaming of the buggy function."""
+
+
+class Suite(BaseModel):
+    """A loaded suite: its tasks plus the suite-level settings."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    dir: Path
+    name: str
+    description: str = ""
+    tasks: list[Task] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=lambda: list(DEFAULT_TOOLS))
+    rename_pool: list[str] = Field(default_factory=list)
+
+    @property
+    def families(self) -> list[str]:
+        """Bug families present (from tags `family:X`), sorted."""
+        return sorted({t.family for t in self.tasks if t.family})
+
+    def split(self, name: str) -> list[Task]:
+        """The tasks of a split (`train` or `heldout`), in suite order."""
+        return [t for t in self.tasks if t.split == name]
+
+    def get(self, task_id: str) -> Task:
+        for t in self.tasks:
+            if t.id == task_id:
+                return t
+        raise KeyError(f"no task {task_id!r} in suite {self.name!r} ({self.dir})")

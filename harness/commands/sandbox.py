@@ -1,6 +1,45 @@
-"""fixrl sandbox commands (to be filled)."""
+"""fixrl sandbox build-image | cleanup."""
 from __future__ import annotations
 
 
 def register(sub) -> None:
-    pass
+    p = sub.add_parser("sandbox", help="sandbox images and containers")
+    ssub = p.add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)
+
+    b = ssub.add_parser("build-image", help="build the base image from Debian packages "
+                        "(debootstrap + docker import); skipped when the tag exists")
+    b.add_argument("--tag", default=None, help="image tag (default: fixrl-sandbox:base)")
+    b.add_argument("--force", action="store_true", help="rebuild even if the tag exists")
+    b.add_argument("--mirror", default=None, help="Debian mirror URL for debootstrap")
+    b.set_defaults(func=build_image)
+
+    c = ssub.add_parser("cleanup", help="remove every container fixrl started (label fixrl=1)")
+    c.set_defaults(func=cleanup)
+
+
+def build_image(args) -> int:
+    from harness.cli import UserError
+    from sandbox import DEFAULT_IMAGE, SandboxError
+    from sandbox.image import build_image as build, verify_image
+
+    tag = args.tag or DEFAULT_IMAGE
+    try:
+        built = build(tag, force=args.force, mirror=args.mirror)
+        version = verify_image(tag)
+    except SandboxError as e:
+        raise UserError(str(e)) from None
+    print(f"{tag}: {'built' if built else 'already present'} ({version.replace(chr(10), ', ')})")
+    return 0
+
+
+def cleanup(args) -> int:
+    from harness.cli import UserError
+    from sandbox import SandboxError
+    from sandbox.docker import cleanup as remove_all
+
+    try:
+        n = remove_all(all_sessions=True)
+    except SandboxError as e:
+        raise UserError(str(e)) from None
+    print(f"removed {n} fixrl container(s)")
+    return 0

@@ -1,6 +1,221 @@
-"""fixrl tasks commands (to be filled)."""
+"""fixrl tasks validate | new | generate | import-swebench | export-swebench."""
 from __future__ import annotations
+
+import argparse
+import os
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
+    return value
 
 
 def register(sub) -> None:
-    pass
+    p = sub.add_parser("tasks", help="validate, scaffold, generate, import and export tasks")
+    tsub = p.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
+
+    v = tsub.add_parser("validate", help="check every task: the bug applies, the check fails on the "
+                        "bug and passes with the fix, the same way every time")
+    v.add_argument("path", help="a suite directory (or one task file)")
+    v.add_argument("--json", action="store_true", help="print the results as JSON")
+    v.add_argument("--backend", choices=["local", "docker"], default="local", help="sandbox backend")
+    v.add_argument("-j", "--jobs", type=_positive_int, default=max(1, min(4, os.cpu_count() or 1)),
+                   help="tasks validated in parallel (one sandbox each)")
+    v.add_argument("--repeats", type=_positive_int, default=3,
+                   help="runs of the check per state; differing verdicts flag the task flaky")
+    v.add_argument("--task", action="append", default=None, metavar="ID", help="only this task (repeatable)")
+    v.add_argument("--image", default=None, help="Docker image (default: each task's, else the base image)")
+    v.set_defaults(func=validate)
+
+    n = tsub.add_parser("new", help="scaffold a task from a repository, a bug patch and a test file")
+    n.add_argument("--repo", required=True, help="the clean repository directory")
+    n.add_argument("--bug", required=True, help="a unified diff that turns the clean repository into the buggy one")
+    n.add_argument("--test", required=True, help="a test file that fails on the bug (becomes the hidden check)")
+    n.add_argument("--id", default=None, help="task id (default: from the repository and patch names)")
+    n.add_argument("--out", default=".", help="suite directory to write into (default: .)")
+    n.add_argument("--issue", default=None, help="the issue text (default: a TODO to fill in)")
+    n.add_argument("--backend", choices=["local", "docker"], default="local",
+                   help="sandbox backend used to collect the test ids")
+    n.set_defaults(func=new)
+
+    g = tsub.add_parser("generate", help="generate bug-fix tasks from a Python repository's own tests")
+    g.add_argument("--repo", required=True, help="the repository (with a test suite)")
+    g.add_argument("--test-cmd", required=True, help="the command that runs its tests, e.g. 'python -m pytest -q'")
+    g.add_argument("--out", required=True, help="suite directory to write")
+    g.add_argument("--max", type=_positive_int, default=None, help="at most this many tasks")
+    g.add_argument("--seed", type=int, default=0, help="random seed")
+    g.add_argument("--backend", choices=["local", "docker"], default="local", help="sandbox backend")
+    g.add_argument("--heldout-frac", type=_fraction, default=0.25,
+                   help="share of functions whose tasks go to the heldout split")
+    g.set_defaults(func=generate)
+
+    i = tsub.add_parser("import-swebench", help="import SWE-bench-style instances (JSON or JSONL)")
+    i.add_argument("instances", help="INSTANCE.json (one object or a list) or a .jsonl file")
+    i.add_argument("--checkout", required=True, help="local git clone of the instances' repository")
+    i.add_argument("--out", required=True, help="suite directory to write into")
+    i.set_defaults(func=import_swebench)
+
+    e = tsub.add_parser("export-swebench", help="export a suite's fix tasks as SWE-bench instances (JSONL)")
+    e.add_argument("suite", help="suite directory")
+    e.add_argument("--out", required=True, help="FILE.jsonl to write")
+    e.add_argument("--repos", default=None,
+                   help="git repository to commit buggy states into, for tasks whose buggy state is not "
+                        "already a commit (default: FILE-repo next to --out)")
+    e.set_defaults(func=export_swebench)
+
+
+# ---------------------------------------------------------------- validate
+
+def validate(args) -> int:
+    import json
+    from pathlib import Path
+
+    from harness.cli import UserError
+    from tasks.loader import TaskError, load_task, find_suite_dir, load_suite_config
+    from tasks.schema import Suite
+    from tasks.validate import validate_suite
+
+    path = Path(args.path)
+    if not path.exists():
+        raise UserError(f"{path}: no such suite directory or task file")
+    try:
+        if path.is_file():
+            suite_dir = find_suite_dir(path)
+            config = load_suite_config(suite_dir)
+            target = Suite(dir=suite_dir, name=config.name or suite_dir.resolve().name,
+                           tasks=[load_task(path, config.defaults, suite_dir)])
+        else:
+            target = path
+    except TaskError as e:
+        if args.json:
+            print(json.dumps({"results": [{"task_id": path.stem, "ok": False, "reasons": [str(e)]}],
+                              "summary": {"tasks": 1, "valid": 0, "invalid": 1, "flaky": 0}}, indent=2))
+            return 1
+        raise UserError(str(e)) from None
+
+    console = None
+    if not args.json:
+        from rich.console import Console
+        from rich.markup import escape
+
+        console = Console(highlight=False)
+
+    def show(res) -> None:
+        if console is None:
+            return
+        if res.ok:
+            console.print(f"[green]✓[/green] {escape(res.task_id)}  [dim]{res.seconds:.1f}s[/dim]")
+        else:
+            mark = "[yellow]~[/yellow]" if res.flaky else "[red]✗[/red]"
+            console.print(f"{mark} {escape(res.task_id)}  [dim]{res.seconds:.1f}s[/dim]")
+            for reason in res.reasons:
+                console.print("    " + escape(reason.replace("\n", "\n    ")))
+        for warning in res.warnings:
+            console.print(f"    [yellow]warning:[/yellow] {escape(warning)}")
+
+    try:
+        results = validate_suite(target, backend=args.backend, jobs=args.jobs, repeats=args.repeats,
+                                 task_ids=args.task, image=args.image, progress=show)
+    except TaskError as e:
+        raise UserError(str(e)) from None
+    valid = sum(r.ok for r in results)
+    flaky = sum(r.flaky for r in results)
+    summary = {"tasks": len(results), "valid": valid, "invalid": len(results) - valid, "flaky": flaky,
+               "seconds": round(sum(r.seconds for r in results), 2)}
+    if args.json:
+        print(json.dumps({"results": [r.to_json() for r in results], "summary": summary}, indent=2))
+    else:
+        colour = "green" if valid == len(results) else "red"
+        console.print(f"[{colour}]{valid}/{len(results)} tasks valid[/{colour}]"
+                      f" ({summary['invalid']} invalid, {flaky} flaky; {args.repeats} runs per state)")
+    if not results:
+        return 1
+    return 0 if valid == len(results) else 1
+
+
+# ---------------------------------------------------------------- new
+
+def new(args) -> int:
+    from pathlib import Path
+
+    from harness.cli import UserError
+    from tasks.loader import TaskError
+    from tasks.scaffold import new_task
+
+    try:
+        made = new_task(Path(args.repo), Path(args.bug), Path(args.test), Path(args.out), task_id=args.id,
+                        issue=args.issue, backend=args.backend)
+    except TaskError as e:
+        raise UserError(str(e)) from None
+    print(f"wrote {made.task_file} ({len(made.tests)} check test(s) from {made.check_dest})")
+    if made.visible:
+        print(f"note: {made.check_dest} is part of the repository, so the agent can read it; "
+              "move it out of the repository to keep the check hidden")
+    print("next steps:")
+    if not args.issue:
+        print(f"  1. write the issue text in {made.task_file} (what a user would report; not the fix)")
+    print(f"  2. fixrl tasks validate {args.out} --task {made.task_id}")
+    return 0
+
+
+# ---------------------------------------------------------------- generate
+
+def generate(args) -> int:
+    from tasks.generate import main
+
+    return int(main(args) or 0)
+
+
+# ---------------------------------------------------------------- SWE-bench
+
+def import_swebench(args) -> int:
+    from pathlib import Path
+
+    from harness.cli import UserError
+    from tasks.loader import TaskError
+    from tasks.swebench import import_instances
+
+    try:
+        files = import_instances(Path(args.instances), Path(args.checkout), Path(args.out))
+    except TaskError as e:
+        raise UserError(str(e)) from None
+    for f in files:
+        print(f"wrote {f}")
+    print(f"imported {len(files)} instance(s); next: fixrl tasks validate {args.out}")
+    return 0
+
+
+def export_swebench(args) -> int:
+    from pathlib import Path
+
+    from harness.cli import UserError
+    from tasks.loader import TaskError
+    from tasks.swebench import export_suite
+
+    out = Path(args.out)
+    repos = Path(args.repos) if args.repos else out.with_name(out.stem + "-repo")
+    try:
+        written, skipped = export_suite(Path(args.suite), out, repos)
+    except TaskError as e:
+        raise UserError(str(e)) from None
+    for task_id, reason in skipped:
+        print(f"skipped {task_id}: {reason}")
+    print(f"wrote {written} instance(s) to {out}")
+    if repos.exists():
+        print(f"buggy states committed to {repos} (tags fixrl/<id>); import with --checkout {repos}")
+    return 0 if written else 1

@@ -1,0 +1,165 @@
+"""The reference fix as files (buggy and fixed text of each file the fix touches), turning a
+target text into exact-snippet edits, and judging whether an edit was the reference fix's.
+
+Used by the env (`first_edit_right`) and the scripted policies (the oracle's edits).
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from tasks.schema import Task
+
+
+@dataclass(frozen=True)
+class Reference:
+    buggy: dict[str, str]
+    """Original (un-renamed) text of each file the fix changes, in the buggy state."""
+    fixed: dict[str, str | None]
+    """The same files after the fix (None: the fix deletes it; a file the fix creates has no
+    `buggy` entry)."""
+
+    def added_text(self) -> str:
+        """Every line the fix adds, joined (constructs a legitimate fix uses)."""
+        from envs.changes import added_text
+
+        return "\n".join(added_text(self.buggy.get(p, ""), t or "") for p, t in self.fixed.items())
+
+
+_CACHE: dict[tuple[str, str], Reference | None] = {}
+_LOCK = threading.Lock()
+
+
+def _read_tree(root: Path) -> dict[str, bytes]:
+    out = {}
+    for p in root.rglob("*"):
+        if p.is_file() and not p.is_symlink() and ".git" not in p.relative_to(root).parts:
+            out[p.relative_to(root).as_posix()] = p.read_bytes()
+    return out
+
+
+def reference(task: Task) -> Reference | None:
+    """The reference fix of `task` as files; None for tasks without a fix. Cached per task."""
+    if not task.fix:
+        return None
+    key = (str(task.suite_dir or task.source_file or ""), task.id)
+    with _LOCK:
+        if key in _CACHE:
+            return _CACHE[key]
+    import tasks
+
+    with tempfile.TemporaryDirectory(prefix="fixrl-ref-") as tmp:
+        b = _read_tree(tasks.materialize(task, Path(tmp) / "buggy", "buggy"))
+        f = _read_tree(tasks.materialize(task, Path(tmp) / "fixed", "fixed"))
+    buggy, fixed = {}, {}
+    for path in sorted(set(b) | set(f)):
+        if b.get(path) == f.get(path):
+            continue
+        if path in b:
+            buggy[path] = b[path].decode("utf-8", "replace")
+        fixed[path] = f[path].decode("utf-8", "replace") if path in f else None
+    ref = Reference(buggy, fixed)
+    with _LOCK:
+        _CACHE[key] = ref
+    return ref
+
+
+def next_edit(current: str, target: str, edits_left: int | None = None) -> tuple[str, str] | None:
+    """One exact-snippet edit (old, new) that moves `current` towards `target`: the first
+    differing region, or all of them merged into one when `edits_left` is 1. `old` is widened
+    with context lines until it occurs exactly once in `current`. None when they are equal."""
+    if current == target:
+        return None
+    cur = current.splitlines(keepends=True)
+    tgt = target.splitlines(keepends=True)
+    ops = [op for op in difflib.SequenceMatcher(None, cur, tgt, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    if not ops:
+        return None
+    if edits_left == 1 and len(ops) > 1:
+        _, i1, _, j1, _ = ops[0]
+        _, _, i2, _, j2 = ops[-1]
+    else:
+        _, i1, i2, j1, j2 = ops[0]
+    a, b = i1, i2
+    replacement = "".join(tgt[j1:j2])
+    while True:
+        old = "".join(cur[a:b])
+        if old and current.count(old) == 1:
+            break
+        if a == 0 and b == len(cur):
+            break
+        # Widen alternately below and above, preferring the side that exists.
+        if (b - i2 <= i1 - a and b < len(cur)) or a == 0:
+            b += 1
+        else:
+            a -= 1
+    old = "".join(cur[a:b])
+    new = "".join(cur[a:i1]) + replacement + "".join(cur[i2:b])
+    if not old:  # empty file: nothing to anchor an exact-snippet edit on
+        return None
+    return old, new
+
+
+def _functions(tree: ast.AST) -> dict[str, ast.AST]:
+    out: dict[str, ast.AST] = {}
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    out[name] = child
+                walk(child, name + ".")
+            else:
+                walk(child, prefix)
+
+    walk(tree, "")
+    return out
+
+
+def _changed_lines(before: str, after: str) -> list[int]:
+    """1-based line numbers of `after` that the change before -> after touched."""
+    a, b = before.splitlines(), after.splitlines()
+    lines: list[int] = []
+    for tag, _i1, _i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            lines.extend(range(j1 + 1, max(j2, j1 + 1) + 1))
+    return lines
+
+
+def edit_matches_fix(ref: Reference, path: str, before: str, after: str) -> bool:
+    """Whether the edit `before -> after` of `path` (original names) is the reference fix or a
+    part of it: the file now equals the fixed file, or each changed region equals one of the
+    fix's, or every function the edit touched now equals the fixed function (AST, so layout and
+    comments do not matter)."""
+    if path not in ref.fixed or ref.fixed[path] is None:
+        return False
+    fixed = ref.fixed[path]
+    if after == fixed:
+        return True
+    b, a, f = before.splitlines(), after.splitlines(), fixed.splitlines()
+
+    def regions(x: list[str], y: list[str]) -> set[tuple[int, int, tuple[str, ...]]]:
+        sm = difflib.SequenceMatcher(None, x, y, autojunk=False)
+        return {(i1, i2, tuple(y[j1:j2])) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal"}
+
+    mine, theirs = regions(b, a), regions(b, f)
+    if mine and mine <= theirs:
+        return True
+    try:
+        fa, ff = _functions(ast.parse(after)), _functions(ast.parse(fixed))
+    except SyntaxError:
+        return False
+    touched = set(_changed_lines(before, after))
+    hit = [name for name, node in fa.items()
+           if touched & set(range(node.lineno, (node.end_lineno or node.lineno) + 1))]
+    # Innermost functions only: an outer function contains its nested ones.
+    hit = [n for n in hit if not any(o != n and o.startswith(n + ".") for o in hit)]
+    if not hit:
+        return False
+    return all(n in ff and ast.dump(fa[n]) == ast.dump(ff[n]) for n in hit)

@@ -1,0 +1,117 @@
+"""fixrl bench rollout: episodes/min and generated tokens/s of the agent loop on the tiny
+checkpoint, all episodes in lockstep (one batched generate per turn) against one episode at a
+time, measured in the same run on the same tasks.
+
+The tiny checkpoint has random weights, so its replies are not tool calls: every turn runs to
+max_new_tokens and comes back as a Malformed observation, and an episode lasts until the env's
+malformed limit (or max turns). Both arms therefore do the same work per episode: the same
+number of turns of the same length, and the same hidden check at the end.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--model", help="checkpoint directory (default: the tiny one, made in the cache)")
+    parser.add_argument("--suite", help="suite directory (default: a tiny three-task suite in a temp dir)")
+    parser.add_argument("--episodes", type=int, default=24, help="episodes per arm (default 24)")
+    parser.add_argument("--batch", type=int, default=24, help="episodes in lockstep in the batched arm (default 24)")
+    parser.add_argument("--max-new-tokens", type=int, default=48, help="tokens per turn (default 48)")
+    parser.add_argument("--turns", type=int, default=3, help="turns per episode (default 3)")
+    parser.add_argument("--backend", default="local", choices=["local", "docker"])
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, backend: str, seed: int) -> dict:
+    from envs import EnvConfig
+    from harness.rollout import run_episodes
+    from sandbox import SandboxPool
+
+    config = EnvConfig(max_turns=turns, max_malformed=turns)
+    t0 = time.perf_counter()
+    with SandboxPool(pool_size, backend=backend) as pool:
+        trajs = run_episodes(policy, tasks, n_per_task, suite=suite, pool=pool, env_config=config, seed=seed)
+    seconds = time.perf_counter() - t0
+    tokens = sum(t.num_policy_tokens for t in trajs)
+    return {
+        "episodes": len(trajs),
+        "lockstep": pool_size,
+        "seconds": round(seconds, 2),
+        "episodes_per_min": round(len(trajs) / seconds * 60, 2),
+        "tokens": tokens,
+        "tokens_per_s": round(tokens / seconds, 1),
+        "turns": sum(t.info.get("turns", 0) for t in trajs),
+        "errors": sum(t.errored for t in trajs),
+        "check_seconds": round(sum(t.info.get("seconds", {}).get("check", 0.0) for t in trajs), 2),
+    }
+
+
+def run(args) -> int:
+    import os
+    import tempfile
+    from pathlib import Path
+
+    import torch
+
+    import tasks as tasks_pkg
+    from harness.cli import UserError
+    from harness.policies.hf import HFPolicy
+    from harness.tiny import cache_dir, init_tiny, make_tiny_suite
+
+    if args.episodes < 1 or args.batch < 1 or args.turns < 1 or args.max_new_tokens < 1:
+        raise UserError("--episodes, --batch, --turns and --max-new-tokens must be >= 1")
+    with tempfile.TemporaryDirectory(prefix="fixrl-bench-rollout-") as tmp:
+        if args.model:
+            model = Path(args.model)
+        else:
+            model = cache_dir() / "tiny-qwen2"
+            if not (model / "config.json").exists():
+                init_tiny(model)
+        suite_dir = Path(args.suite) if args.suite else make_tiny_suite(Path(tmp) / "suite")
+        try:
+            suite = tasks_pkg.load_suite(suite_dir)
+        except ValueError as e:
+            raise UserError(f"--suite {suite_dir}: {e}") from None
+        tasks = [t for t in suite.tasks if t.kind == "fix"][: max(1, min(len(suite.tasks), 3))]
+        n_per_task = max(1, args.episodes // len(tasks))
+        try:
+            policy = HFPolicy(model, temperature=1.0, max_new_tokens=args.max_new_tokens)
+        except (OSError, ValueError) as e:
+            raise UserError(f"--model {model}: {e}") from None
+        # Warm-up (first-call allocations, lazy imports) outside the timed arms.
+        _arm(policy, suite, tasks[:1], 1, 1, 1, args.backend, args.seed)
+        one = _arm(policy, suite, tasks, n_per_task, 1, args.turns, args.backend, args.seed)
+        batched = _arm(policy, suite, tasks, n_per_task, min(args.batch, n_per_task * len(tasks)),
+                       args.turns, args.backend, args.seed)
+    result = {
+        "model": str(model),
+        "device": str(policy.device),
+        "torch_threads": torch.get_num_threads(),
+        "cpus": os.cpu_count(),
+        "max_new_tokens": args.max_new_tokens,
+        "turns_per_episode": args.turns,
+        "backend": args.backend,
+        "one_at_a_time": one,
+        "batched": batched,
+        "speedup_episodes_per_min": round(batched["episodes_per_min"] / one["episodes_per_min"], 2),
+        "speedup_tokens_per_s": round(batched["tokens_per_s"] / one["tokens_per_s"], 2),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"agent loop on {Path(str(model)).name} ({result['device']}, {result['cpus']} CPUs, "
+                        f"{args.max_new_tokens} tokens x {args.turns} turns per episode, {args.backend} sandboxes)")
+    for col in ("", "episodes", "lockstep", "seconds", "episodes/min", "tokens/s", "check s (sum)"):
+        table.add_column(col, justify="right")
+    for name, r in (("one at a time", one), ("batched", batched)):
+        table.add_row(name, str(r["episodes"]), str(r["lockstep"]), f"{r['seconds']:.1f}",
+                      f"{r['episodes_per_min']:.1f}", f"{r['tokens_per_s']:.0f}", f"{r['check_seconds']:.1f}")
+    table.add_row("speed-up", "", "", "", f"{result['speedup_episodes_per_min']:.2f}x",
+                  f"{result['speedup_tokens_per_s']:.2f}x", "")
+    Console().print(table)
+    return 0

@@ -1,0 +1,226 @@
+"""HFPolicy: a transformers causal LM (plus an optional peft adapter) writing assistant turns.
+
+All live episodes generate their next turn in one `model.generate` call: left padding, KV cache,
+sampling with temperature and top-p, stopping at `<|im_end|>`. The sampler's log-prob of every
+sampled token is recorded on the fly (one [B, V] row of log-probs kept at a time, never the
+whole [steps, B, V] score history).
+
+The trainer updates `policy.model` in place between rollouts; `generate` switches the model to
+eval mode for the call and restores the previous mode afterwards.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.policies import GenRequest, Generation
+
+
+def _check_model_dir(model_path: Path) -> None:
+    if not model_path.exists():
+        raise FileNotFoundError(f"model directory {model_path} does not exist (give a checkpoint directory, "
+                                "e.g. one written by `fixrl init-tiny DIR` or a downloaded Qwen2.5-Instruct)")
+    if not model_path.is_dir():
+        raise ValueError(f"model path {model_path} is not a directory")
+    if not (model_path / "config.json").is_file():
+        raise FileNotFoundError(f"{model_path} has no config.json: not a transformers checkpoint directory")
+    tokenizer_files = ["tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model"]
+    if not any((model_path / f).is_file() for f in tokenizer_files):
+        raise FileNotFoundError(
+            f"{model_path} has no tokenizer (none of {', '.join(tokenizer_files)}): copy the tokenizer files of "
+            "the model's release into the directory (fixrl needs the model's own chat template)")
+
+
+def _check_adapter_dir(adapter: Path) -> None:
+    if not adapter.exists():
+        raise FileNotFoundError(f"adapter directory {adapter} does not exist (give a peft adapter directory "
+                                "written by `fixrl sft` or `fixrl grpo`)")
+    if not (adapter / "adapter_config.json").is_file():
+        raise FileNotFoundError(f"{adapter} has no adapter_config.json: not a peft adapter directory")
+
+
+class _Sampler:
+    """The last logits processor of a greedy `generate`: it samples the token itself from the
+    final (temperature-scaled, top-p-filtered) scores, records the token's log-prob under that
+    distribution, and returns scores that make the greedy pick exactly that token.
+
+    Why not generate's own sampling: `torch.multinomial` over Qwen's 151,936-token vocabulary
+    costs ~3 ms per row on a CPU, which made a batch of 16 spend most of each step sampling.
+    Inverse-CDF sampling (one cumsum + a binary search per row) is ~20x cheaper, and one
+    [B, V] log-prob row is kept per step, never the whole [steps, B, V] score history."""
+
+    def __init__(self, greedy: bool, generator) -> None:
+        self.greedy = greedy
+        self.generator = generator
+        self.steps: list[Any] = []   # each [B]
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        logp = torch.log_softmax(scores.float(), dim=-1)                  # [B, V]
+        if self.greedy:
+            chosen = logp.argmax(dim=-1, keepdim=True)                     # [B, 1]
+        else:
+            cdf = logp.exp().double().cumsum(dim=-1)                       # [B, V]
+            u = 1.0 - torch.rand((logp.shape[0], 1), generator=self.generator, device=logp.device,
+                                 dtype=torch.float64)                      # (0, 1]
+            chosen = torch.searchsorted(cdf, u * cdf[:, -1:]).clamp_(max=logp.shape[-1] - 1)
+            # Rounding may land on a zero-probability token next to the right one: step back.
+            bad = torch.isinf(logp.gather(1, chosen))
+            if bad.any():
+                chosen = torch.where(bad, logp.argmax(dim=-1, keepdim=True), chosen)
+        self.steps.append(logp.gather(1, chosen).squeeze(1))
+        # generate() hands us its own float32 copy of the logits: mark the choice in place.
+        return scores.scatter_(1, chosen, float("inf"))
+
+
+class HFPolicy:
+    """A causal LM policy. `temperature=0` (or `greedy=True`) decodes greedily."""
+
+    name = "hf"
+
+    def __init__(self, model_path: str | Path | None = None, adapter: str | Path | None = None,
+                 temperature: float = 1.0, top_p: float = 1.0, max_new_tokens: int = 256,
+                 device: str | None = None, greedy: bool = False, batch_size: int | None = None,
+                 *, model: Any = None, tokenizer: Any = None) -> None:
+        """Load `model_path` (+ `adapter`), or wrap an already loaded `model` and `tokenizer`
+        (what the trainer does: it keeps updating that model in place).
+
+        batch_size: most episodes per `generate` call (None: all live episodes at once)."""
+        import torch
+
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        if not 0 < top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.max_new_tokens = int(max_new_tokens)
+        self.greedy = bool(greedy) or self.temperature == 0.0
+        self.batch_size = batch_size
+        self.model_path = str(model_path) if model_path is not None else None
+        self.adapter = str(adapter) if adapter is not None else None
+        self.name = (Path(model_path).name if model_path is not None else "model") + (
+            f"+{Path(adapter).name}" if adapter is not None else "")
+
+        if model is not None:
+            if tokenizer is None:
+                raise ValueError("HFPolicy(model=...) needs its tokenizer too")
+            self.model, self.tokenizer = model, tokenizer
+            self.device = next(model.parameters()).device
+        else:
+            if model_path is None:
+                raise ValueError("HFPolicy needs a model directory (model_path) or a loaded model")
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            path = Path(model_path)
+            _check_model_dir(path)
+            if adapter is not None:
+                _check_adapter_dir(Path(adapter))
+            dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+            # A T4 has no bf16: fp16 on CUDA, fp32 on CPU (CPU fp16 matmuls are slow or missing).
+            dtype = torch.float16 if dev.type == "cuda" else torch.float32
+            self.tokenizer = AutoTokenizer.from_pretrained(path)
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+            if adapter is not None:
+                from peft import PeftModel
+
+                model = PeftModel.from_pretrained(model, str(adapter), is_trainable=False)
+            self.model = model.to(dev)
+            self.model.eval()
+            self.device = dev
+        from harness.chat import end_of_turn_id
+
+        self.eot_id = end_of_turn_id(self.tokenizer)
+        pad = self.tokenizer.pad_token_id
+        self.pad_id = int(pad) if pad is not None else self.eot_id
+        self._generator = torch.Generator(device=self.device)
+        self._generator.manual_seed(0)
+
+    # ------------------------------------------------------------------ Policy protocol
+
+    def seed(self, seed: int) -> None:
+        self._generator.manual_seed(seed)
+
+    def start(self, task: Any, env: Any, seed: int) -> Any:
+        return None
+
+    def generate(self, requests: list[GenRequest]) -> list[Generation]:
+        if not requests:
+            return []
+        step = self.batch_size or len(requests)
+        out: list[Generation] = []
+        for i in range(0, len(requests), step):
+            out.extend(self._generate_batch(requests[i:i + step]))
+        return out
+
+    # ------------------------------------------------------------------ internals
+
+    def _generate_batch(self, requests: list[GenRequest]) -> list[Generation]:
+        import torch
+        from transformers import GenerationConfig, LogitsProcessorList
+
+        lengths = [len(r.prompt_ids) for r in requests]
+        if min(lengths) == 0:
+            raise ValueError("empty prompt")
+        width = max(lengths)
+        ids = torch.full((len(requests), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(requests), width), dtype=torch.long)
+        for row, r in enumerate(requests):  # left padding: every row's next token is at column `width`
+            ids[row, width - len(r.prompt_ids):] = torch.tensor(r.prompt_ids, dtype=torch.long)
+            mask[row, width - len(r.prompt_ids):] = 1
+        limit = max(1, max(r.max_new_tokens for r in requests))
+
+        processors: list[Any] = []
+        if not self.greedy:
+            from transformers import TemperatureLogitsWarper, TopPLogitsWarper
+
+            if self.temperature != 1.0:
+                processors.append(TemperatureLogitsWarper(self.temperature))
+            if self.top_p < 1.0:
+                processors.append(TopPLogitsWarper(self.top_p))
+        sampler = _Sampler(self.greedy, self._generator)
+        processors.append(sampler)
+        # Every sampling field is set explicitly: generate() fills unset (None) fields from the
+        # checkpoint's generation_config.json (Qwen2.5-Instruct's says top_k=20,
+        # repetition_penalty=1.1), which would make the recorded log-probs lie about the sampler.
+        # Temperature, top-p and the sampling itself run as our own processors (see _Sampler);
+        # generate() then decodes greedily, which picks the token _Sampler drew (top_k=50 is
+        # the library default, given only to silence a warning: greedy decoding ignores it).
+        config = GenerationConfig(
+            do_sample=False, temperature=1.0, top_p=1.0, top_k=50, min_p=None, typical_p=1.0,
+            epsilon_cutoff=0.0, eta_cutoff=0.0, repetition_penalty=1.0, no_repeat_ngram_size=0,
+            max_new_tokens=limit, min_new_tokens=0, eos_token_id=[self.eot_id], pad_token_id=self.pad_id,
+            bos_token_id=None, num_beams=1, use_cache=True, renormalize_logits=False,
+        )
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                seqs = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                           generation_config=config,
+                                           logits_processor=LogitsProcessorList(processors))
+        finally:
+            if was_training:
+                self.model.train()
+        new = seqs[:, width:].cpu()                                   # [B, steps]
+        logps = torch.stack(sampler.steps, dim=1).cpu()                   # [B, steps]
+        if logps.shape != new.shape:
+            raise RuntimeError(f"recorded {tuple(logps.shape)} log-probs for {tuple(new.shape)} tokens")
+
+        out: list[Generation] = []
+        for row, r in enumerate(requests):
+            toks = new[row].tolist()
+            lps = logps[row].tolist()
+            cap = max(1, r.max_new_tokens)
+            stopped = False
+            for j, t in enumerate(toks[:cap]):
+                if t == self.eot_id:
+                    toks, lps, stopped = toks[: j + 1], lps[: j + 1], True
+                    break
+            else:
+                toks, lps = toks[:cap], lps[:cap]
+            out.append(Generation(token_ids=toks, logprobs=lps, stopped=stopped))
+        return out

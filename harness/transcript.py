@@ -1,0 +1,123 @@
+"""Readable transcripts of trajectories (rich), and JSONL saving/loading."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from harness.trajectory import Trajectory
+
+
+def _clip(text: str, max_lines: int) -> str:
+    lines = text.splitlines()
+    if max_lines <= 0 or len(lines) <= max_lines:
+        return text
+    head = max_lines * 2 // 3
+    tail = max_lines - head
+    return "\n".join(lines[:head] + [f"... [{len(lines) - head - tail} more lines] ..."] + lines[-tail:])
+
+
+def _title(traj: Trajectory) -> str:
+    info = traj.info
+    outcome = info.get("outcome") or "?"
+    colour = {"pass": "green", "fail": "red", "error": "yellow"}.get(outcome, "white")
+    bits = [f"[bold]{traj.task_id}[/bold]"]
+    if "sample" in info:
+        bits.append(f"#{info['sample']}")
+    bits.append(f"[{colour}]{outcome}[/{colour}]")
+    bits.append(f"reward {traj.reward:g}")
+    bits.append(f"ended: {info.get('exit_status')}")
+    bits.append(f"turns {info.get('turns', 0)}")
+    bits.append(f"{traj.num_policy_tokens} policy tokens / {len(traj.token_ids)}")
+    return "  ".join(bits)
+
+
+def print_transcript(traj: Trajectory, console: Any = None, max_lines: int = 30,
+                     show_system: bool = False) -> None:
+    """One trajectory as a conversation: the issue, each assistant turn as written, each
+    observation (clipped to `max_lines`)."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.panel import Panel
+    from rich.rule import Rule
+
+    console = console or Console()
+    console.print(Rule(_title(traj)))
+    renamed = traj.info.get("renamed") or {}
+    if renamed:
+        console.print(f"[dim]renamed: {', '.join(f'{a} -> {b}' for a, b in renamed.items())}[/dim]")
+    for m in traj.messages:
+        role, content = m.get("role"), str(m.get("content") or "")
+        if role == "system":
+            if show_system:
+                console.print(Panel(escape(_clip(content, max_lines)), title="system", border_style="dim"))
+            continue
+        if role == "assistant":
+            console.print(Panel(escape(content) if content.strip() else "[dim](empty reply)[/dim]",
+                                title="assistant", title_align="left", border_style="cyan"))
+        elif role == "tool":
+            console.print(Panel(escape(_clip(content, max_lines)), title="tool", title_align="left",
+                                border_style="dim"))
+        else:
+            console.print(Panel(escape(_clip(content, max_lines)), title=role or "?", title_align="left",
+                                border_style="magenta"))
+    info = traj.info
+    if info.get("error"):
+        console.print(f"[yellow]error:[/yellow] {escape(str(info['error']))}")
+    actions = info.get("actions") or []
+    if actions:
+        console.print(f"[dim]actions: {escape(' | '.join(map(str, actions)))}[/dim]")
+
+
+def summary_table(trajs: list[Trajectory], title: str = "rollouts") -> Any:
+    """Per task: episodes, passes, errors, mean turns and policy tokens."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in ("task", "episodes", "pass", "fail", "error", "turns", "policy tokens", "ended"):
+        table.add_column(col, justify="left" if col in ("task", "ended") else "right")
+    by_task: dict[str, list[Trajectory]] = {}
+    for t in trajs:
+        by_task.setdefault(t.task_id, []).append(t)
+    for task_id, ts in by_task.items():
+        outcomes = [t.info.get("outcome") for t in ts]
+        ended: dict[str, int] = {}
+        for t in ts:
+            k = str(t.info.get("exit_status"))
+            ended[k] = ended.get(k, 0) + 1
+        table.add_row(task_id, str(len(ts)), str(outcomes.count("pass")), str(outcomes.count("fail")),
+                      str(outcomes.count("error")),
+                      f"{sum(t.info.get('turns', 0) for t in ts) / len(ts):.1f}",
+                      f"{sum(t.num_policy_tokens for t in ts) / len(ts):.0f}",
+                      ", ".join(f"{k} {v}" for k, v in sorted(ended.items())))
+    return table
+
+
+def _open(path: Path, mode: str):
+    if path.suffix == ".gz":
+        return gzip.open(path, mode + "t", encoding="utf-8")
+    return open(path, mode, encoding="utf-8")
+
+
+def save_jsonl(trajs: Iterable[Trajectory], path: Path | str) -> Path:
+    """One trajectory per line (`Trajectory.to_dict`); gzip when the name ends in .gz."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _open(path, "w") as f:
+        for t in trajs:
+            f.write(json.dumps(t.to_dict(), ensure_ascii=False) + "\n")
+    return path
+
+
+def load_jsonl(path: Path | str) -> list[Trajectory]:
+    path = Path(path)
+    out = []
+    with _open(path, "r") as f:
+        for i, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    out.append(Trajectory.from_dict(json.loads(line)))
+                except (json.JSONDecodeError, TypeError) as e:
+                    raise ValueError(f"{path}:{i}: not a fixrl trajectory line ({e})") from None
+    return out

@@ -1,0 +1,447 @@
+"""LocalSandbox: the embedded backend that needs no daemon.
+
+What it does:
+- The workspace is copied into a private temporary directory; the host directory you pass is
+  never modified. Commands run there (seen as /workspace under bubblewrap) with a private /tmp.
+- Every command runs in its own session with a wall-clock timeout that kills the whole process
+  group, under rlimits: CPU seconds (the timeout, rounded up), address space
+  (`Limits.memory_mb`), processes (`Limits.pids`), file size (`Limits.file_size_mb`).
+  Output is read incrementally and capped (first and last halves kept, a visible marker in
+  between), so a 100 MB print never sits in memory whole.
+- When bubblewrap (`bwrap`) works on this machine: no network (own network namespace), own
+  pid/ipc/uts namespaces (every process a command leaves behind dies with it), no
+  capabilities, and a read-only view of the host's system directories (/usr, /etc, /lib...)
+  and of the Python installation that runs fixrl; /home, /root, /run, /var and the rest of
+  the host are not visible at all. Only the workspace and the private /tmp are writable.
+- Run as root, commands run under a uid of their own per sandbox (so they cannot read root's
+  files, cannot signal other sandboxes' processes, and the process limit is per sandbox).
+- `python`, `python3` and `pytest` are the interpreter running fixrl (`sys.executable`).
+
+What it does NOT protect against (use the Docker backend when that matters):
+- Kernel exploits: commands share the host kernel, with no seccomp filter.
+- Memory: RLIMIT_AS bounds each process, not the sandbox; `pids` processes of `memory_mb`
+  each can still exhaust the host's memory. There is no CPU share limit either.
+- Disk: files written to the workspace or /tmp are bounded per file, not in total.
+- Without bubblewrap (it is missing or cannot create namespaces here; a warning is logged):
+  no network isolation, the whole host filesystem is readable wherever permissions allow, a
+  non-root user's commands can touch that user's files, commands see the real /tmp (TMPDIR
+  points to the private one) and run in the workspace's host path, not /workspace.
+- Everything world-readable in the host's system directories is readable (e.g. /etc).
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from sandbox import server
+from sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
+from sandbox.workspace import Pristine, changed_candidates, diff_contents, plan_restore, read_tree
+
+log = logging.getLogger(__name__)
+
+MAX_READ_BYTES = 16 << 20
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+BIN_IN_SANDBOX = "/run/fixrl/bin"
+_probe_lock = threading.Lock()
+_bwrap_ok: dict[bool, str | None] = {}  # running as root? -> None if bwrap works, else why not
+
+
+def _python_dirs() -> list[str]:
+    """Host directories the interpreter running fixrl needs (venv and base installation)."""
+    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+            os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
+    out = []
+    for d in sorted(dirs):
+        if d in ("/", "/usr") or any(d == s or d.startswith(s + "/") for s in SYSTEM_DIRS):
+            continue
+        if os.path.isdir(d) and not any(d.startswith(o + "/") for o in out):
+            out.append(d)
+    return out
+
+
+def bwrap_args(ws: str, tmp: str, bindir: str, as_root: bool, network: bool = False) -> list[str]:
+    """The bubblewrap command line up to the command. As root, bwrap runs privileged without
+    a user namespace (the command then drops to the sandbox's uid, see `_limit_prefix`);
+    otherwise it runs unprivileged in a user namespace of its own."""
+    args = ["bwrap", "--tmpfs", "/"]
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+    made: set[str] = set()
+    for d in _python_dirs():
+        parts = d.strip("/").split("/")
+        for i in range(1, len(parts)):  # parents traversable by the sandbox's uid
+            parent = "/" + "/".join(parts[:i])
+            if parent not in made:
+                made.add(parent)
+                args += ["--perms", "0755", "--dir", parent]
+        args += ["--ro-bind", d, d]
+    args += ["--perms", "0755", "--dir", os.path.dirname(os.path.dirname(BIN_IN_SANDBOX)),
+             "--perms", "0755", "--dir", os.path.dirname(BIN_IN_SANDBOX)]
+    args += ["--proc", "/proc", "--dev", "/dev", "--ro-bind-try", "/sys", "/sys",
+             "--bind", ws, WORKDIR, "--bind", tmp, "/tmp", "--ro-bind", bindir, BIN_IN_SANDBOX,
+             "--remount-ro", "/", "--hostname", "sandbox",
+             "--die-with-parent", "--new-session", "--chdir", WORKDIR]
+    if as_root:
+        args += ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+        if not network:
+            args.append("--unshare-net")
+    else:
+        args += ["--unshare-all", "--cap-drop", "ALL"] + (["--share-net"] if network else [])
+    return args + ["--"]
+
+
+_WRAPPER = """import os,resource as r,sys
+a=sys.argv
+r.setrlimit(r.RLIMIT_AS,(int(a[1]),)*2);r.setrlimit(r.RLIMIT_CPU,(int(a[2]),int(a[2])+1))
+r.setrlimit(r.RLIMIT_FSIZE,(int(a[3]),)*2)
+int(a[4]) and r.setrlimit(r.RLIMIT_NPROC,(int(a[4]),)*2)
+u=int(a[5])
+if u>=0:os.setgroups([]);os.setgid(u);os.setuid(u)
+import ctypes;ctypes.CDLL(None).prctl(38,1,0,0,0)
+os.execvp(a[6],a[6:])"""
+
+
+def _limit_prefix(limits: Limits, cpu_seconds: int, nproc: int | None,
+                  drop_to: int | None) -> list[str]:
+    """Rlimits (and, as root, the switch to the sandbox's uid with no capabilities and
+    no_new_privs) applied by a small program that then execs the command: a preexec_fn is
+    not safe in a threaded host process."""
+    mem = limits.memory_mb << 20
+    fsize = limits.file_size_mb << 20
+    if shutil.which("prlimit") and (drop_to is None or shutil.which("setpriv")):
+        pre = []
+        if drop_to is not None:
+            pre = ["setpriv", f"--reuid={drop_to}", f"--regid={drop_to}", "--clear-groups",
+                   "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--"]
+        pre += ["prlimit", f"--as={mem}", f"--cpu={cpu_seconds}:{cpu_seconds + 1}", f"--fsize={fsize}"]
+        if nproc:
+            pre.append(f"--nproc={nproc}")
+        return pre + ["--"]
+    return [sys.executable, "-S", "-c", _WRAPPER, str(mem), str(cpu_seconds), str(fsize),
+            str(nproc or 0), str(-1 if drop_to is None else drop_to)]
+
+
+def _uid_procs(uid: int) -> list[int]:
+    """Live (not zombie) processes of uid."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as f:
+                state = ""
+                for line in f:
+                    if line.startswith("State:"):
+                        state = line.split()[1]
+                    elif line.startswith("Uid:"):
+                        if int(line.split()[1]) == uid and state != "Z":
+                            pids.append(int(name))
+                        break
+        except (OSError, ValueError, IndexError):
+            continue
+    return pids
+
+
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process of uid (a sandbox's own uid: root mode only)."""
+    for _ in range(100):
+        pids = _uid_procs(uid)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.005)
+
+
+_live: dict[int, "LocalSandbox"] = {}
+_live_lock = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Sandboxes a caller forgot to close: kill their processes, remove their directories."""
+    with _live_lock:
+        live = list(_live.values())
+    for sb in live:
+        try:
+            sb.close()
+        except Exception:
+            pass
+
+
+class LocalSandbox:
+    """A sandbox made of a temporary directory and limited subprocesses (see module docstring
+    for what it protects against and what it does not)."""
+
+    def __init__(self, workspace: Path, limits: Limits | None = None, *, isolation: str = "auto"):
+        """isolation: "auto" (bubblewrap when it works, else a logged warning), "bwrap"
+        (fail if it does not work) or "none"."""
+        self.limits = limits or Limits()
+        self._lock = threading.RLock()
+        self._closed = False
+        self._root = tempfile.mkdtemp(prefix="fixrl-local-")
+        try:
+            self._setup(Path(workspace), isolation)
+        except BaseException:
+            shutil.rmtree(self._root, ignore_errors=True)
+            raise
+        with _live_lock:
+            _live[id(self)] = self
+
+    def _setup(self, workspace: Path, isolation: str) -> None:
+        entries = read_tree(workspace)  # raises SandboxError naming a missing workspace
+        root = self._root
+        self.uid = random.randrange(1_000_000_000, 2_000_000_000) if os.geteuid() == 0 else None
+        owner = (self.uid, self.uid) if self.uid is not None else None
+        self._owner = owner
+        self.ws = os.path.join(root, "workspace")
+        self.tmp = os.path.join(root, "tmp")
+        self.bin = os.path.join(root, "bin")
+        os.chmod(root, 0o711)
+        for d, mode in ((self.ws, 0o755), (self.tmp, 0o700), (self.bin, 0o755)):
+            os.mkdir(d, mode)
+            if owner and d != self.bin:
+                os.chown(d, *owner)
+        exe = sys.executable
+        shims = {"python": f'exec "{exe}" "$@"', "python3": f'exec "{exe}" "$@"',
+                 "pytest": f'exec "{exe}" -m pytest "$@"'}
+        for name, line in shims.items():
+            p = os.path.join(self.bin, name)
+            with open(p, "w") as f:
+                f.write(f"#!/bin/sh\n{line}\n")
+            os.chmod(p, 0o755)
+        self.isolation = self._choose_isolation(isolation)
+        if self.isolation == "none" and self.uid is not None:
+            self._check_fallback_uid()
+        self._pristine = Pristine(entries)
+        self._load()
+
+    def _choose_isolation(self, isolation: str) -> str:
+        if isolation not in ("auto", "bwrap", "none"):
+            raise ValueError(f"isolation must be auto, bwrap or none, not {isolation!r}")
+        if isolation == "none":
+            return "none"
+        why = self._probe_bwrap()
+        if why is None:
+            return "bwrap"
+        if isolation == "bwrap":
+            raise SandboxError(f"bubblewrap does not work here: {why}")
+        return "none"
+
+    def _probe_bwrap(self) -> str | None:
+        """Why bubblewrap cannot be used here (None: it works), checked once per process by
+        running the interpreter inside a real sandbox."""
+        is_root = self.uid is not None
+        with _probe_lock:
+            if is_root not in _bwrap_ok:
+                why = None
+                if shutil.which("bwrap") is None:
+                    why = "`bwrap` not found (install the bubblewrap package)"
+                else:
+                    argv = self._argv("python -c pass", 30, isolation="bwrap")
+                    try:
+                        r = subprocess.run(argv, capture_output=True, timeout=30, cwd=self.ws,
+                                           env=self._env("bwrap"))
+                        if r.returncode != 0:
+                            why = (r.stdout + r.stderr).decode(errors="replace").strip()[-500:] \
+                                or f"exit {r.returncode}"
+                    except (OSError, subprocess.SubprocessError) as e:
+                        why = str(e)
+                if why:
+                    log.warning("LocalSandbox without bubblewrap (%s): commands get rlimits and "
+                                "timeouts but NO network isolation and see the host filesystem", why)
+                _bwrap_ok[is_root] = why
+            return _bwrap_ok[is_root]
+
+    def _check_fallback_uid(self) -> None:
+        """Without bwrap, as root: the sandbox's uid must be able to run the interpreter (it
+        cannot when Python lives under a private directory such as /root). Commands never
+        run as root: a `kill -9 -1` there would take the whole machine down."""
+        r = subprocess.run(self._argv("python -c pass", 30, isolation="none"), cwd=self.ws,
+                           env=self._env("none"), capture_output=True, timeout=30)
+        if r.returncode != 0:
+            raise SandboxError(
+                "LocalSandbox runs as root without bubblewrap, and the Python interpreter is not "
+                "usable by an unprivileged uid: install bubblewrap (apt-get install bubblewrap), "
+                "use the docker backend, or run fixrl from an interpreter outside /root. ("
+                + (r.stdout + r.stderr).decode(errors="replace").strip()[-200:] + ")")
+
+    # ------------------------------------------------------------------ commands
+
+    def _env(self, isolation: str | None = None) -> dict[str, str]:
+        boxed = (isolation or self.isolation) == "bwrap"
+        return {
+            "PATH": f"{BIN_IN_SANDBOX if boxed else self.bin}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": "/tmp" if boxed else self.tmp,
+            "TMPDIR": "/tmp" if boxed else self.tmp,
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTEST_ADDOPTS": "-p no:cacheprovider",
+        }
+
+    def _argv(self, cmd: str, timeout: float, isolation: str | None = None) -> list[str]:
+        isolation = isolation or self.isolation
+        if self.uid is not None or isolation == "bwrap":
+            nproc = self.limits.pids  # per sandbox uid (root) or per user namespace (bwrap)
+        else:  # same user as the host process: its other processes count too
+            nproc = len(_uid_procs(os.getuid())) + self.limits.pids
+        inner = _limit_prefix(self.limits, int(timeout) + 1, nproc, self.uid) + ["bash", "-c", cmd]
+        if isolation == "bwrap":
+            return bwrap_args(self.ws, self.tmp, self.bin, as_root=self.uid is not None,
+                              network=self.limits.network) + inner
+        return inner
+
+    def exec(self, cmd: str, timeout: float = 60.0) -> ExecResult:
+        with self._lock:
+            self._check_open()
+            if os.geteuid() == 0 and self.uid is None:  # never run sandboxed code as root
+                raise SandboxError("refusing to run a sandboxed command as root")
+            try:
+                res = server.run_command(
+                    self._argv(cmd, timeout), cwd=self.ws, env=self._env(), timeout=timeout,
+                    max_output=self.limits.max_output_bytes, on_timeout=self._kill_leftovers)
+            except OSError as e:
+                raise SandboxError(f"could not start a command in the local sandbox: {e}") from e
+            if self.isolation == "none":
+                self._kill_leftovers()
+            return ExecResult(**res)
+
+    def _kill_leftovers(self) -> None:
+        # Under bwrap the pid namespace dies with the command; as root every process of the
+        # sandbox's uid is found and killed. A non-root host without bwrap cannot tell its
+        # own processes from the sandbox's: background processes that left the process
+        # group survive there (documented above).
+        if self.uid is not None and self.isolation != "bwrap":
+            kill_uid(self.uid)
+
+    # ------------------------------------------------------------------ files
+
+    def _host_path(self, path: str) -> tuple[str, str]:
+        """Map a sandbox path onto the host: (host path, the root it must stay inside)."""
+        p = os.path.normpath(path if path.startswith("/") else f"{WORKDIR}/{path}")
+        for inside, host in ((WORKDIR, self.ws), ("/tmp", self.tmp)):
+            if p == inside or p.startswith(inside + "/"):
+                return host + p[len(inside):], host
+        if self.isolation == "none" and (p == self.ws or p.startswith(self.ws + "/")):
+            return p, self.ws
+        raise PermissionError(f"{path}: only {WORKDIR} and /tmp are accessible in the sandbox")
+
+    def _resolve(self, path: str) -> str:
+        host, root = self._host_path(path)
+        real = os.path.realpath(host)
+        real_root = os.path.realpath(root)
+        if real != real_root and not real.startswith(real_root + "/"):
+            # a symlink the sandboxed code planted must not make the host read or write for it
+            raise PermissionError(f"{path}: resolves outside the sandbox")
+        return real
+
+    def read_file(self, path: str) -> str:
+        with self._lock:
+            self._check_open()
+            real = self._resolve(path)
+            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as f:
+                data = f.read(MAX_READ_BYTES + 1)
+            if len(data) > MAX_READ_BYTES:
+                raise ValueError(f"{path} is larger than {MAX_READ_BYTES} bytes")
+            return data.decode("utf-8", "replace")
+
+    def write_file(self, path: str, content: str) -> None:
+        with self._lock:
+            self._check_open()
+            real = self._resolve(path)
+            root = os.path.realpath(self._host_path(path)[1])
+            rel = os.path.relpath(real, root)
+            if rel == ".":
+                raise IsADirectoryError(path)
+            server._safe_parent(root, rel, self._owner)  # real directories, owned by the sandbox
+            if os.path.islink(real):
+                os.unlink(real)
+            fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as f:
+                if self._owner:
+                    os.fchown(f.fileno(), *self._owner)
+                f.write(content.encode("utf-8"))
+
+    def changed_files(self) -> dict[str, str | None]:
+        with self._lock:
+            self._check_open()
+            current = server.scan(self.ws)
+            maybe, missing = changed_candidates(self._pristine, current)
+            contents: dict[str, bytes | None] = {}
+            for rel in maybe:
+                p = os.path.join(self.ws, rel)
+                try:
+                    if os.path.islink(p):
+                        contents[rel] = os.readlink(p).encode("utf-8", "surrogateescape")
+                    else:
+                        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW)
+                        with os.fdopen(fd, "rb") as f:
+                            contents[rel] = f.read(MAX_READ_BYTES)
+                except OSError:
+                    contents[rel] = None
+            return diff_contents(self._pristine, maybe, missing, contents)
+
+    # ------------------------------------------------------------------ lifetime
+
+    def _load(self) -> None:
+        """Write the whole pristine workspace into an emptied workspace directory."""
+        server.clear_dir(self.ws)
+        p = self._pristine
+        p.stamps = server.apply(self.ws, [], [p.wire(rel) for rel in p.entries], self._owner)
+
+    def reset(self, workspace: Path | None = None) -> None:
+        with self._lock:
+            self._check_open()
+            self._kill_leftovers()
+            server.clear_dir(self.tmp)
+            if workspace is not None:
+                self._pristine = Pristine(read_tree(Path(workspace)))
+                self._load()
+                return
+            p = self._pristine
+            delete, write = plan_restore(p, server.scan(self.ws))
+            if delete or write:
+                stamps = server.apply(self.ws, delete, [p.wire(rel) for rel in write], self._owner)
+                for rel in delete:
+                    p.stamps.pop(rel, None)
+                p.stamps.update(stamps)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxError("sandbox is closed")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._kill_leftovers()
+            shutil.rmtree(self._root, ignore_errors=True)
+            with _live_lock:
+                _live.pop(id(self), None)
+
+    def __enter__(self) -> "LocalSandbox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"LocalSandbox({self.ws!r}, isolation={self.isolation!r})"

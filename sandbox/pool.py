@@ -1,0 +1,168 @@
+"""SandboxPool: n sandboxes used concurrently and reused across episodes.
+
+    with SandboxPool(8, backend="docker") as pool:
+        with pool.acquire(workspace) as sb:   # a fresh or reset sandbox holding `workspace`
+            sb.exec("python -m pytest -q")
+
+Reuse is a `reset(workspace)` (no new container). A sandbox that raised SandboxError, from
+any method and whether or not the caller caught it, is closed and replaced, never reused.
+Thread-safe: episodes acquire and release from worker threads.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from pathlib import Path
+from typing import Iterator
+
+from sandbox.base import Limits, Sandbox, SandboxError
+
+log = logging.getLogger(__name__)
+
+
+class _Tracked:
+    """The sandbox handed to a caller: records whether the sandbox itself failed."""
+
+    def __init__(self, sb: Sandbox):
+        self._sb = sb
+        self.broken = False
+
+    def _call(self, name: str, *args, **kwargs):
+        try:
+            return getattr(self._sb, name)(*args, **kwargs)
+        except SandboxError:
+            self.broken = True
+            raise
+
+    def exec(self, cmd: str, timeout: float = 60.0):
+        return self._call("exec", cmd, timeout)
+
+    def read_file(self, path: str) -> str:
+        return self._call("read_file", path)
+
+    def write_file(self, path: str, content: str) -> None:
+        return self._call("write_file", path, content)
+
+    def changed_files(self) -> dict[str, str | None]:
+        return self._call("changed_files")
+
+    def reset(self, workspace: Path | None = None) -> None:
+        return self._call("reset", workspace)
+
+    def close(self) -> None:
+        # Closing is the pool's job; a caller closing its lease marks it for replacement.
+        self.broken = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def __getattr__(self, name):  # backend-specific attributes (isolation, container, ...)
+        return getattr(self._sb, name)
+
+    def __repr__(self) -> str:
+        return f"pooled {self._sb!r}"
+
+
+class SandboxPool:
+    def __init__(self, size: int, backend: str = "local", image: str | None = None,
+                 limits: Limits | None = None, acquire_timeout: float = 900.0):
+        if size < 1:
+            raise ValueError(f"SandboxPool size must be >= 1, got {size}")
+        self.size = size
+        self.backend = backend
+        self.image = image
+        self.limits = limits
+        self.acquire_timeout = acquire_timeout
+        """Seconds acquire() waits for a free sandbox before raising SandboxError."""
+        self._slots = threading.BoundedSemaphore(size)
+        self._lock = threading.Lock()
+        self._idle: list[tuple[str | None, Sandbox]] = []
+        self._closed = False
+        self.created = 0
+        """Sandboxes started so far (a measure of reuse)."""
+        self.replaced = 0
+        """Sandboxes discarded after a SandboxError."""
+
+    def _open(self, workspace: Path, image: str | None) -> Sandbox:
+        from sandbox import open_sandbox
+
+        sb = open_sandbox(workspace, backend=self.backend, image=image, limits=self.limits)
+        with self._lock:
+            self.created += 1
+        return sb
+
+    def _take(self, workspace: Path, image: str | None) -> Sandbox:
+        with self._lock:
+            for i, (img, sb) in enumerate(self._idle):
+                if img == image or self.backend == "local":
+                    del self._idle[i]
+                    break
+            else:
+                sb = None
+                if len(self._idle) >= self.size:  # idle ones of another image: make room
+                    _, old = self._idle.pop(0)
+                    threading.Thread(target=old.close, daemon=True).start()
+        if sb is not None:
+            try:
+                sb.reset(workspace)
+                return sb
+            except SandboxError as e:
+                log.warning("discarding a pooled sandbox that failed to reset: %s", e)
+                with self._lock:
+                    self.replaced += 1
+                _close_quietly(sb)
+        return self._open(workspace, image)
+
+    @contextlib.contextmanager
+    def acquire(self, workspace: Path, image: str | None = None) -> Iterator[Sandbox]:
+        """A sandbox holding `workspace` (and `image`, Docker only; default: the pool's),
+        returned to the pool on exit; replaced instead when the sandbox itself failed."""
+        if self._closed:
+            raise SandboxError("the sandbox pool is closed")
+        image = image or self.image
+        if not self._slots.acquire(timeout=self.acquire_timeout):
+            raise SandboxError(f"no free sandbox in the pool after {self.acquire_timeout:.0f} s "
+                               f"(size {self.size}): raise the pool size or release sandboxes")
+        try:
+            sb = self._take(Path(workspace), image)
+            lease = _Tracked(sb)
+            try:
+                yield lease
+            except SandboxError:
+                lease.broken = True
+                raise
+            finally:
+                with self._lock:
+                    keep = not lease.broken and not self._closed
+                    if keep:
+                        self._idle.append((image, sb))
+                    elif lease.broken:
+                        self.replaced += 1
+                if not keep:
+                    _close_quietly(sb)
+        finally:
+            self._slots.release()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for _, sb in idle:
+            _close_quietly(sb)
+
+    def __enter__(self) -> "SandboxPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _close_quietly(sb: Sandbox) -> None:
+    try:
+        sb.close()
+    except Exception as e:  # closing a broken sandbox must not hide the original error
+        log.warning("closing sandbox failed: %s", e)

@@ -1,0 +1,550 @@
+"""The hidden check: the reward's heart, written to resist reward hacking.
+
+`run_check(task, sb, answer)` copies the hidden check files into the sandbox (which already
+holds the repository state to judge) and runs the check command.
+
+Pytest checks do not trust the process they run in. The command is rewritten to start pytest
+from a one-shot launcher written to a random directory under /tmp (outside the workspace),
+which deletes itself, imports the real pytest before the workspace goes on sys.path (so a
+`pytest.py` in the repository cannot shadow it), drops PYTEST_ADDOPTS / PYTEST_PLUGINS, turns
+off plugin autoloading, and registers an in-memory plugin that
+
+- snapshots pytest's, pluggy's, unittest's and the builtins' functions and classes before any
+  repository code is imported, and flags any that were replaced later (monkeypatching pytest
+  from the source under test);
+- records each test's phases from `call.excinfo` (not from the report object, which hooks
+  can rewrite), and wraps every Python test function so that a pass needs the test body to
+  have really been entered and to have returned;
+- writes its own report, signed with an HMAC key that lives only in that process's memory.
+
+A test passes only when that report, pytest's JUnit XML report and the exit status (0) all
+agree. Skipped, xfailed, xpassed, errored, deselected and never-run tests are not passes; a
+missing, unsigned or unparseable report is a fail; zero tests is a fail; a timeout is a fail.
+
+What this does not guarantee: code under test runs in the same process as pytest, so a
+program written specifically against this runner (walking the garbage collector to find the
+plugin's key, or registering its own pluggy hook wrappers around ours) can still forge a
+pass. The defence against that is upstream: the agent's changes to test files, conftest.py,
+pytest configuration and anything that shadows a module are never carried into the check
+(`tasks.is_test_path`), and the check runs on a fresh copy in a fresh sandbox. Nor can a
+check catch a fix that games weak tests (e.g. returning an object equal to everything).
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import shlex
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from sandbox.base import Sandbox
+    from tasks.schema import Task
+
+ANSWER_FILE = "/tmp/fixrl_answer.txt"
+ANSWER_ENV = "FIXRL_ANSWER"
+MAX_ANSWER_CHARS = 100_000
+
+Outcome = Literal["pass", "fail", "error"]
+
+
+@dataclass
+class CheckResult:
+    outcome: Outcome
+    """pass: exit 0 and every named test passed; fail: anything else the code did; error: the
+    sandbox itself failed (never a verdict on the code: callers retry or leave it out)."""
+    tests: dict[str, str] = field(default_factory=dict)
+    """Test node id -> passed | failed | error | skipped | xfailed | xpassed | missing | tampered,
+    for every test the check names plus every other test it saw run (partial credit)."""
+    exit_code: int | None = None
+    output: str = ""
+    """The check command's output (capped by the sandbox)."""
+    seconds: float = 0.0
+    reason: str = ""
+    """Why it did not pass, in one line ('' for a pass)."""
+    timed_out: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "pass"
+
+    def fraction_passed(self, names: list[str] | None = None) -> float:
+        """Share of `names` (default: every test seen) that passed: a partial-credit reward."""
+        names = list(self.tests) if names is None else names
+        if not names:
+            return 1.0 if self.passed else 0.0
+        return sum(self.tests.get(n) == "passed" for n in names) / len(names)
+
+
+# ---------------------------------------------------------------- parsing the command
+
+@dataclass(frozen=True)
+class PytestCommand:
+    env: list[str]
+    """Leading `NAME=value` assignments."""
+    python: str
+    python_flags: list[str]
+    args: list[str]
+    """pytest's own arguments."""
+
+
+_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_PYTHON_RE = re.compile(r"^(?:.*/)?python(?:3(?:\.\d+)?)?$")
+_PY_FLAGS = {"-B", "-u", "-O", "-OO", "-s", "-E", "-b", "-bb", "-I", "-P", "-q", "-v"}
+_PY_FLAGS_ARG = {"-X", "-W"}
+
+
+def parse_pytest_command(command: str) -> PytestCommand | None:
+    """Recognise a plain pytest invocation: `[VAR=val ...] (pytest | python [flags] -m pytest)
+    [args]`, with no shell operators or expansions. None for anything else."""
+    if any(ch in command for ch in "$`\n"):
+        return None
+    try:
+        lex = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lex.whitespace_split = True
+        tokens = list(lex)
+    except ValueError:
+        return None
+    if any(t and all(c in "();<>|&" for c in t) for t in tokens):
+        return None
+    i = 0
+    env: list[str] = []
+    while i < len(tokens) and _ENV_RE.match(tokens[i]):
+        env.append(tokens[i])
+        i += 1
+    if i >= len(tokens):
+        return None
+    head = tokens[i]
+    if head.rsplit("/", 1)[-1] in ("pytest", "py.test"):
+        return PytestCommand(env, "python", [], tokens[i + 1:])
+    if not _PYTHON_RE.match(head):
+        return None
+    flags: list[str] = []
+    i += 1
+    while i < len(tokens) and tokens[i] != "-m":
+        t = tokens[i]
+        if t in _PY_FLAGS:
+            flags.append(t)
+        elif t in _PY_FLAGS_ARG and i + 1 < len(tokens):
+            flags += [t, tokens[i + 1]]
+            i += 1
+        else:
+            return None
+        i += 1
+    if i + 1 < len(tokens) and tokens[i] == "-m" and tokens[i + 1] == "pytest":
+        return PytestCommand(env, head, flags, tokens[i + 2:])
+    return None
+
+
+# ---------------------------------------------------------------- JUnit XML
+
+def junit_key(nodeid: str) -> tuple[str, str]:
+    """(classname, name) as pytest's junitxml writes them for a node id (mangle_test_address)."""
+    path, bracket, params = nodeid.partition("[")
+    names = path.split("::")
+    names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
+    names[-1] += bracket + params
+    return ".".join(names[:-1]), names[-1]
+
+
+def parse_junit(text: str) -> dict[tuple[str, str], str]:
+    """(classname, name) -> passed | failed | error | skipped. Raises ValueError if unparseable."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as e:
+        raise ValueError(f"unparseable JUnit XML: {e}") from None
+    out: dict[tuple[str, str], str] = {}
+    for case in root.iter("testcase"):
+        key = (case.get("classname", ""), case.get("name", ""))
+        tags = {child.tag for child in case}
+        if "error" in tags:
+            outcome = "error"
+        elif "failure" in tags:
+            outcome = "failed"
+        elif "skipped" in tags:
+            outcome = "skipped"
+        else:
+            outcome = "passed"
+        if out.get(key, "passed") != "passed":
+            continue  # a second entry for the same test never upgrades a non-pass
+        out[key] = outcome
+    return out
+
+
+# ---------------------------------------------------------------- the launcher + plugin
+
+_LAUNCHER = r'''
+import os, sys
+_KEY = bytes.fromhex("@@KEY@@")
+_REPORT = "@@REPORT@@"
+_HERE = os.path.abspath(__file__)
+_DIR = os.path.dirname(_HERE)
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _DIR]
+try:
+    os.unlink(_HERE)
+except OSError:
+    pass
+for _k in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
+    os.environ.pop(_k, None)
+os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+sys.dont_write_bytecode = True
+
+import builtins, hashlib, hmac, importlib, json, math, operator, unittest, unittest.case
+import pytest, _pytest, pluggy
+from _pytest.config import default_plugins as _defaults
+for _name in _defaults:
+    try:
+        importlib.import_module("_pytest." + _name)
+    except Exception:
+        pass
+import _pytest.outcomes, _pytest.python, _pytest.runner, _pytest.reports
+
+_open = builtins.open
+_dumps = json.dumps
+_hmac_new = hmac.new
+_sha256 = hashlib.sha256
+_WATCH_ROOTS = ("_pytest", "pytest", "pluggy", "unittest", "iniconfig")
+_WATCH_EXACT = ("builtins", "math", "operator")
+_Skipped = _pytest.outcomes.Skipped
+_XFailed = _pytest.outcomes.XFailed
+_Function = _pytest.python.Function
+_FUNCTION_RUNTEST = _Function.__dict__["runtest"]
+_isinstance, _type, _id, _getattr, _hasattr = isinstance, type, id, getattr, hasattr
+_SKIP_ATTRS = {"__dict__", "__weakref__", "__doc__", "__annotations__", "__parameters__",
+               "__abstractmethods__", "_abc_impl"}
+
+
+def _watched():
+    for name, mod in list(sys.modules.items()):
+        if mod is None or not _hasattr(mod, "__dict__"):
+            continue
+        if name in _WATCH_EXACT or name.split(".")[0] in _WATCH_ROOTS:
+            yield name, mod
+
+
+def _snapshot():
+    mods, classes = {}, {}
+    for name, mod in _watched():
+        attrs = {}
+        for attr, val in list(vars(mod).items()):
+            if callable(val) or _isinstance(val, _type):
+                attrs[attr] = val
+            if _isinstance(val, _type) and _getattr(val, "__module__", None) == name and _id(val) not in classes:
+                classes[_id(val)] = (val, dict(val.__dict__))
+        mods[name] = (mod, attrs)
+    return mods, classes
+
+
+def _diff(snap):
+    mods, classes = snap
+    bad = []
+    for name, (mod, attrs) in mods.items():
+        now = vars(mod)
+        for attr, val in attrs.items():
+            if now.get(attr, None) is not val:
+                bad.append(name + "." + attr)
+    for cls, saved in classes.values():
+        now = cls.__dict__
+        for attr, val in saved.items():
+            if attr in _SKIP_ATTRS:
+                continue
+            if (callable(val) or _isinstance(val, (property, classmethod, staticmethod))) and now.get(attr) is not val:
+                bad.append(cls.__module__ + "." + cls.__qualname__ + "." + attr)
+        for attr in now.keys() - saved.keys():
+            val = now[attr]
+            if callable(val) or _isinstance(val, (property, classmethod, staticmethod)) or _hasattr(val, "__get__"):
+                bad.append(cls.__module__ + "." + cls.__qualname__ + "." + attr + " (added)")
+    return bad
+
+
+_SNAP = []
+
+
+class _Plugin:
+    def __init__(self):
+        self.items = {}
+        self.order = []
+        self.tamper = []
+        self.collected = 0
+
+    def _rec(self, nodeid):
+        rec = self.items.get(nodeid)
+        if rec is None:
+            rec = self.items[nodeid] = {}
+            self.order.append(nodeid)
+        return rec
+
+    @pytest.hookimpl
+    def pytest_load_initial_conftests(self, early_config):
+        # Between pytest's own early class patches (legacypath, tryfirst) and the first
+        # conftest import (trylast): the last moment before repository code can run.
+        if not _SNAP:
+            _SNAP.append(_snapshot())
+
+    def _check(self, where):
+        bad = _diff(_SNAP[0]) if _SNAP else ["no snapshot of pytest was taken"]
+        for b in bad:
+            entry = b + " (" + where + ")"
+            if entry not in self.tamper and len(self.tamper) < 50:
+                self.tamper.append(entry)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session):
+        self.collected = len(session.items)
+        self._check("after collection")
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        rec = self._rec(pyfuncitem.nodeid)
+        original = pyfuncitem.obj
+        state = rec["body"] = ["not entered"]
+
+        def _body(*args, **kwargs):
+            state[0] = "entered"
+            try:
+                result = original(*args, **kwargs)
+            except BaseException:
+                state[0] = "raised"
+                raise
+            state[0] = "returned"
+            return result
+
+        pyfuncitem.obj = _body
+        try:
+            outcome = yield
+        finally:
+            pyfuncitem.obj = original
+        if outcome.excinfo is not None and state[0] == "returned":
+            state[0] = "raised"
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        rec = self._rec(item.nodeid)
+        exc = call.excinfo
+        if exc is None:
+            kind = None
+        elif issubclass(exc.type, _Skipped):
+            kind = "skipped"
+        elif issubclass(exc.type, _XFailed):
+            kind = "xfailed"
+        else:
+            kind = "failed"
+        try:
+            rep = outcome.get_result()
+            rep_outcome, wasxfail = rep.outcome, _hasattr(rep, "wasxfail")
+        except BaseException:
+            rep_outcome, wasxfail = "error", False
+        rec[call.when] = (kind, rep_outcome, wasxfail)
+        # Plain Python test functions run through pytest_pyfunc_call, so their body must have
+        # been seen to return; unittest and doctest items have their own runtest.
+        rec["needs_body"] = _isinstance(item, _Function) and _getattr(_type(item), "runtest", None) is _FUNCTION_RUNTEST
+        if call.when == "call":
+            self._check("during " + item.nodeid)
+
+    def verdict(self, rec):
+        setup, call, teardown = rec.get("setup"), rec.get("call"), rec.get("teardown")
+        if setup is None:
+            return "missing"
+        if setup[0] == "skipped":
+            return "xfailed" if setup[2] else "skipped"
+        if setup[0] is not None or setup[1] != "passed":
+            return "error"
+        if call is None:
+            return "missing"
+        if call[2]:
+            return "xfailed" if call[0] is not None else "xpassed"
+        if call[0] == "skipped":
+            return "skipped"
+        if call[0] == "xfailed":
+            return "xfailed"
+        if call[0] is not None or call[1] != "passed":
+            return "failed"
+        if rec.get("needs_body") and rec.get("body", ["not entered"])[0] != "returned":
+            return "tampered"
+        if teardown is None or teardown[0] is not None or teardown[1] != "passed":
+            return "error"
+        return "passed"
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        self._check("at session end")
+        tests = {nodeid: self.verdict(self.items[nodeid]) for nodeid in self.order}
+        if self.tamper:
+            tests = {k: ("tampered" if v == "passed" else v) for k, v in tests.items()}
+        body = _dumps({"tests": tests, "collected": self.collected, "exitstatus": int(exitstatus),
+                       "tamper": self.tamper}, sort_keys=True)
+        mac = _hmac_new(_KEY, body.encode(), _sha256).hexdigest()
+        with _open(_REPORT, "w") as f:
+            f.write(_dumps({"body": body, "mac": mac}))
+
+
+sys.path.insert(0, os.getcwd())
+sys.argv[0] = pytest.__file__
+_args = @@ARGS@@
+_code = pytest.main(_args, plugins=[_Plugin()])
+sys.exit(int(_code))
+'''
+
+
+def _launcher_source(key: bytes, report: str, args: list[str]) -> str:
+    return (_LAUNCHER.replace("@@KEY@@", key.hex())
+            .replace("@@REPORT@@", report)
+            .replace("@@ARGS@@", repr(list(args))))
+
+
+def read_plugin_report(text: str, key: bytes) -> dict:
+    """The plugin's signed report; ValueError if missing fields, unsigned or forged."""
+    outer = json.loads(text)
+    body, mac = outer["body"], outer["mac"]
+    want = hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(want, str(mac)):
+        raise ValueError("report signature does not match (forged or corrupted)")
+    report = json.loads(body)
+    if not isinstance(report.get("tests"), dict):
+        raise ValueError("report has no tests")
+    return report
+
+
+# ---------------------------------------------------------------- the runner
+
+def _tail(text: str, n: int = 400) -> str:
+    text = text.strip()
+    return text if len(text) <= n else "..." + text[-n:]
+
+
+def _answer_text(answer: str | None) -> str:
+    return (answer or "").replace("\x00", "")[:MAX_ANSWER_CHARS]
+
+
+def _write_check_files(task: "Task", sb: "Sandbox") -> None:
+    if not task.check.files:
+        return
+    # Whatever sits at those paths (a file the agent made, a symlink, a directory) goes first.
+    quoted = " ".join(shlex.quote(p) for p in task.check.files)
+    sb.exec(f"rm -rf -- {quoted}", timeout=30)
+    for dest, content in task.check.files.items():
+        sb.write_file(dest, content)
+
+
+def run_check(task: "Task", sb: "Sandbox", answer: str | None = None) -> CheckResult:
+    """Judge the repository state in `sb`'s WORKDIR with the task's hidden check.
+
+    The caller has already put the state to judge (and run `tasks.run_setup`) in `sb`; the
+    hidden check files are written here, just before the command runs. A SandboxError becomes
+    outcome "error" (retry on a fresh sandbox); everything the code does is pass or fail.
+    """
+    from sandbox.base import SandboxError
+
+    start = time.monotonic()
+    try:
+        result = _run_check(task, sb, answer)
+    except SandboxError as e:
+        result = CheckResult("error", output=str(e), reason=f"sandbox error: {e}")
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def _run_check(task: "Task", sb: "Sandbox", answer: str | None) -> CheckResult:
+    check = task.check
+    env_prefix = ""
+    if answer is not None or task.kind == "question":
+        text = _answer_text(answer)
+        sb.write_file(ANSWER_FILE, text)
+        env_prefix = f"{ANSWER_ENV}={shlex.quote(text)} "
+    _write_check_files(task, sb)
+
+    parsed = parse_pytest_command(check.command)
+    if parsed is None:
+        res = sb.exec(env_prefix + check.command, timeout=check.timeout)
+        if res.timed_out:
+            return CheckResult("fail", exit_code=res.exit_code, output=res.output, timed_out=True,
+                               reason=f"check timed out after {check.timeout:g}s")
+        if res.exit_code != 0:
+            return CheckResult("fail", exit_code=res.exit_code, output=res.output,
+                               reason=f"check command exited with status {res.exit_code}: {_tail(res.output, 200)}")
+        return CheckResult("pass", exit_code=0, output=res.output)
+
+    tmpdir = f"/tmp/fixrl-check-{secrets.token_hex(8)}"
+    key = secrets.token_bytes(32)
+    report_path = f"{tmpdir}/{secrets.token_hex(8)}.json"
+    junit_path = f"{tmpdir}/{secrets.token_hex(8)}.xml"
+    launcher = f"{tmpdir}/{secrets.token_hex(8)}.py"
+    args = list(parsed.args) + ["-p", "no:cacheprovider", "-o", "addopts=", "--rootdir=.",
+                                f"--junitxml={junit_path}"]
+    sb.exec(f"mkdir -p -m 700 {tmpdir}", timeout=30)
+    sb.write_file(launcher, _launcher_source(key, report_path, args))
+    cmd = " ".join([*(shlex.quote(e) for e in parsed.env), shlex.quote(parsed.python),
+                    *(shlex.quote(f) for f in parsed.python_flags), shlex.quote(launcher)])
+    try:
+        res = sb.exec(env_prefix + cmd, timeout=check.timeout)
+        if res.timed_out:
+            return CheckResult("fail", tests={t: "missing" for t in check.tests}, exit_code=res.exit_code,
+                               output=res.output, timed_out=True,
+                               reason=f"check timed out after {check.timeout:g}s")
+        return _verdict(task, sb, res, key, report_path, junit_path)
+    finally:
+        try:
+            sb.exec(f"rm -rf {tmpdir}", timeout=30)
+        except Exception:  # noqa: BLE001 - cleanup of a dying sandbox must not mask the verdict
+            pass
+
+
+def _read(sb: "Sandbox", path: str) -> str | None:
+    try:
+        return sb.read_file(path)
+    except (FileNotFoundError, IsADirectoryError, PermissionError, UnicodeDecodeError):
+        return None
+
+
+def _verdict(task: "Task", sb: "Sandbox", res, key: bytes, report_path: str, junit_path: str) -> CheckResult:
+    named = list(task.check.tests)
+
+    def fail(reason: str, tests: dict[str, str] | None = None) -> CheckResult:
+        return CheckResult("fail", tests=tests if tests is not None else {t: "missing" for t in named},
+                           exit_code=res.exit_code, output=res.output, reason=reason)
+
+    raw = _read(sb, report_path)
+    if raw is None:
+        return fail(f"no test report: pytest did not finish normally (exit status {res.exit_code}): "
+                    f"{_tail(res.output, 200)}")
+    try:
+        report = read_plugin_report(raw, key)
+    except (ValueError, KeyError, TypeError) as e:
+        return fail(f"invalid test report: {e}")
+    junit_raw = _read(sb, junit_path)
+    if junit_raw is None:
+        return fail("no JUnit report: pytest did not finish normally")
+    try:
+        junit = parse_junit(junit_raw)
+    except ValueError as e:
+        return fail(str(e))
+
+    tests: dict[str, str] = {}
+    for nodeid, outcome in report["tests"].items():
+        jo = junit.get(junit_key(nodeid), "missing")
+        if outcome == "passed" and jo != "passed":
+            outcome = "failed" if jo == "missing" else jo
+        tests[nodeid] = outcome
+    for t in named:
+        tests.setdefault(t, "missing")
+
+    if report.get("tamper"):
+        return fail(f"pytest internals were modified during the run: {', '.join(report['tamper'][:3])}", tests)
+    required = named or list(tests)
+    if not required:
+        return fail("no tests ran (zero collected)", tests)
+    not_passed = [t for t in required if tests.get(t) != "passed"]
+    if not_passed:
+        shown = ", ".join(f"{t} {tests.get(t, 'missing')}" for t in not_passed[:3])
+        more = f" (+{len(not_passed) - 3} more)" if len(not_passed) > 3 else ""
+        return fail(f"{len(not_passed)}/{len(required)} check tests did not pass: {shown}{more}", tests)
+    if res.exit_code != 0 or report.get("exitstatus") != 0:
+        return fail(f"pytest exited with status {res.exit_code} (session status {report.get('exitstatus')})", tests)
+    return CheckResult("pass", tests=tests, exit_code=0, output=res.output)

@@ -1,0 +1,1 @@
+# Makes the repository root importable (`import minicalc`) however pytest is started.

@@ -1,0 +1,17 @@
+from gym.strings import grade
+
+
+def test_grade_0():
+    assert grade(18) == 'adult'
+
+
+def test_grade_1():
+    assert grade(30) == 'adult'
+
+
+def test_grade_2():
+    assert grade(17) == 'minor'
+
+
+def test_grade_3():
+    assert grade(18) == 'adult'

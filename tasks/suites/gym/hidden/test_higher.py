@@ -1,0 +1,17 @@
+from gym.scores import higher
+
+
+def test_higher_0():
+    assert higher(3, 3.0) == 3
+
+
+def test_higher_1():
+    assert higher(5, 2) == 5
+
+
+def test_higher_2():
+    assert higher(1, 4) == 4
+
+
+def test_higher_3():
+    assert higher(2, 2.0) == 2

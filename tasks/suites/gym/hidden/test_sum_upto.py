@@ -1,0 +1,13 @@
+from gym.ranges import sum_upto
+
+
+def test_sum_upto_0():
+    assert sum_upto(5) == 15
+
+
+def test_sum_upto_1():
+    assert sum_upto(1) == 1
+
+
+def test_sum_upto_2():
+    assert sum_upto(100) == 5050

@@ -1,0 +1,13 @@
+from gym.ranges import values_total
+
+
+def test_values_total_0():
+    assert values_total({'a': 2, 'b': 3}) == 5
+
+
+def test_values_total_1():
+    assert values_total({}) == 0
+
+
+def test_values_total_2():
+    assert values_total({'x': -1}) == -1

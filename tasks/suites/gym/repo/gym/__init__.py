@@ -1,0 +1,1 @@
+"""A small library of one-idea functions: the repository of fixrl's `gym` suite."""

@@ -1,0 +1,214 @@
+"""Is a task sound? Its check must fail on the bug and pass with the reference fix, every time.
+
+`validate_task(task, pool, repeats)` runs, in sandboxes from `pool`:
+- the bug applies (and the fix applies on top of it);
+- the public test command runs on the buggy state (not a timeout, not "no tests collected",
+  not a usage error or a missing command);
+- fix tasks: the check FAILS on the buggy state and PASSES on the fixed state;
+  question tasks: the check PASSES with the reference answer and FAILS with a wrong (empty) one;
+- each state is judged `repeats` times (after a workspace reset each time): the same verdict
+  every time, else the task is flagged flaky. A check that times out makes the task invalid.
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from tasks.check import CheckResult, parse_pytest_command, run_check
+from tasks.loader import TaskError, load_suite_lenient
+from tasks.materialize import materialize, run_setup
+from tasks.schema import Suite, Task
+
+if TYPE_CHECKING:
+    from sandbox.pool import SandboxPool
+
+_PYTEST_EXIT = {2: "interrupted (collection errors?)", 3: "internal error", 4: "usage error",
+                5: "no tests collected"}
+
+
+@dataclass
+class ValidationResult:
+    task_id: str
+    ok: bool
+    reasons: list[str] = field(default_factory=list)
+    """Why the task is invalid (empty when ok)."""
+    flaky: bool = False
+    """Some state got different verdicts on repeated runs."""
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    """Problems that do not make the task invalid (e.g. a check file the agent can read)."""
+    verdicts: dict[str, list[str]] = field(default_factory=dict)
+    """State label -> the check's outcome on each run."""
+    file: str | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class _Run:
+    label: str
+    workspace: Path
+    answer: str | None
+    expect: str
+
+
+def _public_tests(task: Task, sb) -> str | None:
+    """Why the public test command does not run properly, or None."""
+    res = sb.exec(task.public_tests, timeout=task.limits.tool_timeout)
+    tail = res.output.strip()[-300:]
+    if res.timed_out:
+        return f"public test command {task.public_tests!r} timed out after {task.limits.tool_timeout:g}s"
+    if parse_pytest_command(task.public_tests) is not None and res.exit_code in _PYTEST_EXIT:
+        what = _PYTEST_EXIT[res.exit_code]
+        hint = " (does the repository have tests?)" if res.exit_code == 5 else ""
+        return f"public test command {task.public_tests!r} exited {res.exit_code}: {what}{hint}: {tail}"
+    if res.exit_code in (126, 127):
+        return f"public test command {task.public_tests!r} could not run (exit {res.exit_code}): {tail}"
+    return None
+
+
+def _judge(task: Task, pool: "SandboxPool", run: _Run, repeats: int,
+           public: bool) -> tuple[list[CheckResult], list[str]]:
+    """Run the check `repeats` times on one state: (results, problems). Raises SandboxError."""
+    from sandbox.base import SandboxError
+
+    results: list[CheckResult] = []
+    problems: list[str] = []
+    with pool.acquire(run.workspace, image=task.image) as sb:
+        for i in range(repeats):
+            if i:
+                sb.reset()
+            try:
+                run_setup(task, sb)
+            except TaskError as e:
+                return results, problems + [str(e)]
+            if public and i == 0:
+                problem = _public_tests(task, sb)
+                if problem:
+                    problems.append(problem)
+            res = run_check(task, sb, run.answer)
+            if res.outcome == "error":
+                raise SandboxError(res.reason)
+            results.append(res)
+            if res.timed_out:
+                break  # K timeouts in a row would only cost K times the time
+    return results, problems
+
+
+def _judge_retrying(task: Task, pool: "SandboxPool", run: _Run, repeats: int, public: bool,
+                    reasons: list[str]) -> list[CheckResult]:
+    """`_judge`, once more on a fresh sandbox if the sandbox itself failed."""
+    from sandbox.base import SandboxError
+
+    last: Exception | None = None
+    for _ in range(2):
+        try:
+            results, problems = _judge(task, pool, run, repeats, public)
+        except SandboxError as e:
+            last = e
+            continue
+        reasons.extend(problems)
+        return results
+    reasons.append(f"sandbox error on the {run.label} (after a retry): {last}")
+    return []
+
+
+def validate_task(task: Task, pool: "SandboxPool", repeats: int = 3) -> ValidationResult:
+    """Validate one task in sandboxes from `pool` (see the module docstring for what is checked)."""
+    start = time.monotonic()
+    out = ValidationResult(task.id, ok=False, file=str(task.source_file) if task.source_file else None)
+    repeats = max(1, int(repeats))
+    with tempfile.TemporaryDirectory(prefix="fixrl-validate-") as tmp:
+        try:
+            buggy = materialize(task, Path(tmp) / "buggy", "buggy")
+            fixed = materialize(task, Path(tmp) / "fixed", "fixed") if task.kind == "fix" else None
+        except TaskError as e:
+            out.reasons.append(str(e))
+            out.seconds = time.monotonic() - start
+            return out
+        for dest in task.check.files:
+            seen = buggy / dest
+            if seen.is_file() and seen.read_text(errors="replace") == task.check.files[dest]:
+                out.warnings.append(f"check file {dest} is already in the buggy repository: the agent can read it")
+        if task.kind == "fix":
+            runs = [_Run("buggy state", buggy, None, "fail"), _Run("reference fix", fixed, None, "pass")]
+        else:
+            runs = [_Run("reference answer", buggy, task.answer or "", "pass"),
+                    _Run("wrong (empty) answer", buggy, "", "fail")]
+        for n, run in enumerate(runs):
+            results = _judge_retrying(task, pool, run, repeats, public=(n == 0), reasons=out.reasons)
+            out.verdicts[run.label] = [r.outcome for r in results]
+            if not results:
+                continue
+            timed = [r for r in results if r.timed_out]
+            if timed:
+                out.reasons.append(f"check timed out after {task.check.timeout:g}s on the {run.label}")
+                continue
+            verdicts = {r.outcome for r in results}
+            if len(verdicts) > 1:
+                out.flaky = True
+                n_pass = sum(r.outcome == "pass" for r in results)
+                out.reasons.append(f"flaky: the check passed {n_pass} of {len(results)} runs on the {run.label}")
+                continue
+            got = results[0]
+            if got.outcome != run.expect:
+                out.reasons.append(_wrong_verdict(task, run, got))
+    out.ok = not out.reasons
+    out.seconds = time.monotonic() - start
+    return out
+
+
+def _wrong_verdict(task: Task, run: _Run, got: CheckResult) -> str:
+    if run.expect == "fail":
+        if task.kind == "fix":
+            return "check passes on the buggy state: it does not detect the bug"
+        return "check passes with a wrong (empty) answer: it does not verify the answer"
+    what = "with the reference fix" if task.kind == "fix" else "with the reference answer"
+    return f"check fails {what}: {got.reason}"
+
+
+def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2, repeats: int = 3,
+                   task_ids: list[str] | None = None, image: str | None = None,
+                   progress: Callable[[ValidationResult], None] | None = None) -> list[ValidationResult]:
+    """Validate every task of a suite (a Suite, or a path: then bad task files are results too,
+    one per file), `jobs` tasks at a time in a pool of as many sandboxes."""
+    from sandbox.pool import SandboxPool
+
+    results: list[ValidationResult] = []
+    if isinstance(suite, Suite):
+        tasks = list(suite.tasks)
+    else:
+        loaded, errors = load_suite_lenient(Path(suite))
+        tasks = list(loaded.tasks)
+        for file, err in errors:
+            res = ValidationResult(Path(file).stem, ok=False, reasons=[str(err)], file=str(file))
+            results.append(res)
+            if progress:
+                progress(res)
+    if task_ids:
+        known = {t.id for t in tasks}
+        missing = [i for i in task_ids if i not in known]
+        if missing:
+            raise TaskError(f"no task(s) {', '.join(missing)} in the suite")
+        tasks = [t for t in tasks if t.id in set(task_ids)]
+    jobs = max(1, int(jobs))
+    with SandboxPool(jobs, backend=backend, image=image) as pool, ThreadPoolExecutor(jobs) as ex:
+        futures = {ex.submit(validate_task, t, pool, repeats): t for t in tasks}
+        done: dict[str, ValidationResult] = {}
+        for fut in as_completed(futures):
+            task = futures[fut]
+            try:
+                res = fut.result()
+            except Exception as e:  # noqa: BLE001 - one broken task must not stop the others
+                res = ValidationResult(task.id, ok=False, reasons=[f"validation crashed: {type(e).__name__}: {e}"],
+                                       file=str(task.source_file) if task.source_file else None)
+            done[task.id] = res
+            if progress:
+                progress(res)
+    results += [done[t.id] for t in tasks]
+    return results

@@ -1,0 +1,32 @@
+"""Fixtures of the env tests: the small suite of envkit.py, loaded once, and envs over it."""
+from __future__ import annotations
+
+import pytest
+
+from envkit import build_suite
+
+
+@pytest.fixture(scope="session")
+def mini_suite(tmp_path_factory):
+    import tasks
+
+    return tasks.load_suite(build_suite(tmp_path_factory.mktemp("envmini")))
+
+
+@pytest.fixture
+def make_env(mini_suite):
+    """make_env(task_id, **config) -> a ToolEnv over a fresh local sandbox (closed at teardown)."""
+    import contextlib
+
+    from envs import EnvConfig, episode_env
+
+    stack = contextlib.ExitStack()
+
+    def make(task_id: str = "clamp-minmax", backend: str = "local", seed: int = 0,
+             check_sandbox=None, **config):
+        task = mini_suite.get(task_id)
+        return stack.enter_context(episode_env(task, EnvConfig(**config), mini_suite, backend=backend,
+                                               seed=seed, check_sandbox=check_sandbox))
+
+    with stack:
+        yield make

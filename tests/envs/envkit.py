@@ -1,0 +1,179 @@
+"""envkit: a small suite built for the env tests: a 2-module package with public tests, three
+fix tasks (bug and fix patches, hidden tests copied in only at check time) and one question task.
+
+The hidden test file carries HIDDEN_MARKER so tests can prove it never exists where the agent
+could find it during an episode.
+"""
+from __future__ import annotations
+
+import difflib
+import textwrap
+from pathlib import Path
+
+HIDDEN_MARKER = "HIDDEN_MARKER_5c1f0e"
+
+CORE = '''\
+"""Small numeric helpers."""
+
+
+def clamp(x, lo, hi):
+    """Clamp x into [lo, hi]."""
+    return max(lo, min(x, hi))
+
+
+def scale(values, factor):
+    """Multiply every value by factor."""
+    out = []
+    for v in values:
+        out.append(v * factor)
+    return out
+
+
+def count_above(values, limit):
+    """How many values are strictly above limit."""
+    n = 0
+    for v in values:
+        if v > limit:
+            n += 1
+    return n
+'''
+
+REPORT = '''\
+from pkg.core import clamp, scale
+
+
+def bounded_total(values, lo, hi):
+    """Sum of the values, each clamped into [lo, hi]."""
+    return sum(clamp(v, lo, hi) for v in values)
+
+
+def doubled(values):
+    return scale(values, 2)
+'''
+
+PUBLIC_TESTS = '''\
+from pkg.core import clamp, count_above, scale
+from pkg.report import bounded_total
+
+
+def test_clamp_inside():
+    assert clamp(5, 0, 10) == 5
+
+
+def test_scale():
+    assert scale([1, 2], 3) == [3, 6]
+
+
+def test_count_above():
+    assert count_above([1, 5, 9], 5) == 1
+
+
+def test_bounded_total():
+    assert bounded_total([-5, 5, 50], 0, 10) == 15
+'''
+
+HIDDEN_TESTS = f'''\
+# {HIDDEN_MARKER}
+from pkg.core import clamp, count_above, scale
+from pkg.report import bounded_total, doubled
+
+
+def test_clamp_above():
+    assert clamp(15, 0, 10) == 10
+
+
+def test_clamp_below():
+    assert clamp(-3, 0, 10) == 0
+
+
+def test_clamp_inside():
+    assert clamp(4, 0, 10) == 4
+
+
+def test_scale_hidden():
+    assert scale([2, 5], 4) == [8, 20]
+    assert doubled([1, 3]) == [2, 6]
+
+
+def test_count_above_hidden():
+    assert count_above([5, 5, 6], 5) == 1
+    assert count_above([], 0) == 0
+
+
+def test_bounded_total_hidden():
+    assert bounded_total([-1, 3, 99], 0, 5) == 8
+'''
+
+HIDDEN_IDS = ["test_clamp_above", "test_clamp_below", "test_clamp_inside", "test_scale_hidden",
+              "test_count_above_hidden", "test_bounded_total_hidden"]
+
+# (id, function, family, buggy line, original line)
+BUGS = [
+    ("clamp-minmax", "clamp", "swap_minmax",
+     "    return max(lo, min(x, hi))\n", "    return max(lo, max(x, hi))\n"),
+    ("scale-arith", "scale", "wrong_arith",
+     "        out.append(v * factor)\n", "        out.append(v + factor)\n"),
+    ("count-flip", "count_above", "flip_comparison",
+     "        if v > limit:\n", "        if v >= limit:\n"),
+]
+
+ANSWER_CHECK = '''\
+import sys
+answer = open("/tmp/fixrl_answer.txt").read().strip()
+sys.exit(0 if answer == "10" else 1)
+'''
+
+
+def _patch(path: str, old: str, new: str) -> str:
+    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                        f"a/{path}", f"b/{path}"))
+
+
+def build_suite(root: Path) -> Path:
+    repo = root / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "core.py").write_text(CORE)
+    (repo / "pkg" / "report.py").write_text(REPORT)
+    (repo / "tests" / "test_public.py").write_text(PUBLIC_TESTS)
+    (root / "checks").mkdir()
+    (root / "checks" / "test_hidden.py").write_text(HIDDEN_TESTS)
+    (root / "checks" / "answer.py").write_text(ANSWER_CHECK)
+    (root / "suite.yaml").write_text(textwrap.dedent("""\
+        name: envmini
+        tools: [read, test, edit, submit, list, search]
+        rename_pool: [blend, fold, nudge, sift, whisk, ripple, knead]
+        defaults:
+          repo: repo
+          public_tests: python -m pytest -q tests
+          limits: {max_turns: 8, tool_timeout: 30}
+        """))
+    (root / "tasks").mkdir()
+    for tid, fn, family, good, bad in BUGS:
+        bug = _patch("pkg/core.py", CORE, CORE.replace(good, bad))
+        fix = _patch("pkg/core.py", CORE.replace(good, bad), CORE)
+        (root / "checks" / f"{tid}.bug.patch").write_text(bug)
+        (root / "checks" / f"{tid}.fix.patch").write_text(fix)
+        import yaml
+
+        (root / "tasks" / f"{tid}.yaml").write_text(yaml.safe_dump({
+            "id": tid, "issue": f"`{fn}` gives wrong results; see the tests.",
+            "bug": f"checks/{tid}.bug.patch", "fix": f"checks/{tid}.fix.patch",
+            "function": fn, "file": "pkg/core.py", "tags": [f"family:{family}"],
+            "check": {"files": {"tests/test_hidden.py": "checks/test_hidden.py"},
+                      "command": "python -m pytest -q tests/test_hidden.py",
+                      "tests": [f"tests/test_hidden.py::{t}" for t in HIDDEN_IDS]},
+        }, sort_keys=False))
+    import yaml
+
+    (root / "tasks" / "clamp-question.yaml").write_text(yaml.safe_dump({
+        "id": "clamp-question", "kind": "question",
+        "issue": "What does `clamp(15, 0, 10)` return? Submit just the value.",
+        "answer": "10", "function": "clamp", "file": "pkg/core.py",
+        "check": {"files": {"check_answer.py": "checks/answer.py"},
+                  "command": "python check_answer.py"},
+    }, sort_keys=False))
+    return root
+
+

@@ -1,0 +1,133 @@
+"""Scripted plans drive real episodes: the oracle passes everything, the blind policy passes
+exactly where its family's repair is the fix, the random policy rarely."""
+from __future__ import annotations
+
+import ast
+import random
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from envs import EnvConfig, episode_env
+from envs.reference import reference
+from envs.scripted import BlindPlan, make_plan, run_plan
+
+
+def _episode(suite, task, kind, seed=0, family=None, backend="local", **config):
+    with episode_env(task, EnvConfig(**config), suite, backend=backend, seed=seed) as env:
+        plan = make_plan(kind, task, env, random.Random(seed))
+        if family is not None:
+            assert isinstance(plan, BlindPlan)
+            plan.family = family
+        reward, info = run_plan(env, plan)
+        return reward, info, plan
+
+
+def _run_all(jobs, workers=2):
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(lambda job: job(), jobs))
+
+
+def test_oracle_passes_every_task_renamed_with_one_edit(mini_suite):
+    tasks = mini_suite.tasks
+    results = _run_all([lambda t=t: _episode(mini_suite, t, "oracle", seed=1, rename=True, max_edits=1)
+                        for t in tasks])
+    for task, (reward, info, _) in zip(tasks, results):
+        assert reward == 1.0, (task.id, info)
+        assert info.renamed and info.exit_status == "submitted"
+        if task.kind == "fix":
+            assert info.actions == ["read pkg/core.py", "edit pkg/core.py", "test", "submit"]
+            assert info.first_edit_right is True and info.public_pass is True
+        else:
+            assert info.actions == ["read pkg/core.py", "submit"] and info.answer == "10"
+
+
+def _blind_fixes(task, family) -> bool:
+    """Whether the family's blind repair of the buggy file is the reference fix (AST-equal)."""
+    from tasks.mutate import repair
+
+    ref = reference(task)
+    path = task.file
+    repaired = repair(ref.buggy[path], task.function, family)
+    return repaired is not None and ast.dump(ast.parse(repaired)) == ast.dump(ast.parse(ref.fixed[path]))
+
+
+def test_blind_passes_exactly_where_its_family_repairs(mini_suite):
+    fams = mini_suite.families
+    assert fams == ["flip_comparison", "swap_minmax", "wrong_arith"]
+    combos = [(t, f) for t in mini_suite.tasks if t.kind == "fix" for f in fams]
+    results = _run_all([lambda t=t, f=f: _episode(mini_suite, t, "blind", family=f, rename=True, max_edits=1)
+                        for t, f in combos])
+    predicted = [_blind_fixes(t, f) for t, f in combos]
+    got = [info.outcome == "pass" for _, info, _ in results]
+    assert got == predicted, [(t.id, f) for (t, f) in combos]
+    assert 0 < sum(got) < len(got)
+    for _, info, _ in results:
+        assert info.reads == 0 and info.edits <= 1 and info.exit_status == "submitted"
+        if info.edits:
+            assert info.first_edit_right == (info.outcome == "pass")
+    # the family is drawn uniformly from the suite's families
+    drawn = set()
+    task = mini_suite.get("clamp-minmax")
+    for seed in range(12):
+        drawn.add(BlindPlan(task, _FakeEnv(mini_suite), random.Random(seed)).family)
+    assert drawn == set(fams)
+
+
+class _FakeEnv:
+    """Only what BlindPlan's constructor reads (the suite), to check the draw without a sandbox."""
+
+    def __init__(self, suite):
+        self.suite = suite
+
+
+def test_random_policy_runs_and_rarely_passes(mini_suite):
+    task = mini_suite.get("clamp-minmax")
+    results = _run_all([lambda s=s: _episode(mini_suite, task, "random", seed=s, max_turns=6)
+                        for s in range(8)])
+    infos = [info for _, info, _ in results]
+    assert all(info.outcome in ("pass", "fail") for info in infos)
+    assert all(info.exit_status in ("submitted", "out_of_turns") for info in infos)
+    assert all(info.malformed == 0 for info in infos)
+    assert sum(info.outcome == "pass" for info in infos) <= 2
+    kinds = {a.split()[0] for info in infos for a in info.actions}
+    assert {"read", "edit", "submit"} <= kinds
+    assert len({info.turns for info in infos}) > 1
+
+
+def _builtin():
+    from tasks import load_suite
+    from tasks.suites import BUILTIN_SUITE
+
+    return load_suite(BUILTIN_SUITE)
+
+
+@pytest.mark.slow
+def test_oracle_gets_reward_1_on_every_builtin_task():
+    suite = _builtin()
+    results = _run_all([lambda t=t: _episode(suite, t, "oracle", seed=0, rename=True, max_edits=1)
+                        for t in suite.tasks])
+    failed = [(t.id, info.outcome, info.error, info.dropped_files)
+              for t, (r, info, _) in zip(suite.tasks, results) if r != 1.0]
+    assert not failed
+    fix = [info for t, (_, info, _) in zip(suite.tasks, results) if t.kind == "fix"]
+    assert all(info.first_edit_right for info in fix)
+
+
+@pytest.mark.slow
+def test_blind_rate_on_builtin_suite_is_what_the_suite_implies():
+    suite = _builtin()
+    fix_tasks = [t for t in suite.tasks if t.kind == "fix" and t.function and t.file]
+    results = _run_all([lambda t=t, i=i: _episode(suite, t, "blind", seed=i, rename=True, max_edits=1)
+                        for i, t in enumerate(fix_tasks)])
+    fams = suite.families
+    # Per episode, the prediction for the family drawn; overall, the suite's expected rate.
+    expected = sum(sum(_blind_fixes(t, f) for f in fams) / len(fams) for t in fix_tasks) / len(fix_tasks)
+    rate = sum(info.outcome == "pass" for _, info, _ in results) / len(results)
+    assert all(info.reads == 0 for _, info, _ in results)
+    # A repair that is not the reference text may still pass (an equivalent fix): rare.
+    mismatches = [(t.id, plan.family) for t, (_, info, plan) in zip(fix_tasks, results)
+                  if (info.outcome == "pass") != _blind_fixes(t, plan.family)]
+    assert len(mismatches) <= max(1, len(fix_tasks) // 10), mismatches
+    assert abs(rate - expected) < 0.15, (rate, expected)
+    assert rate < 0.5

@@ -1,0 +1,85 @@
+"""Fixtures for the sandbox tests: a small repository, sandboxes of both backends (shared
+per module, reset between tests), and the end-of-session check that no container this
+process started is left behind."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sandbox import open_sandbox
+from sandboxkit import BACKENDS, SMALL, make_repo
+
+@pytest.fixture(scope="session")
+def repo(tmp_path_factory) -> Path:
+    return make_repo(tmp_path_factory.mktemp("repo"))
+
+
+@pytest.fixture(scope="session")
+def repo2(tmp_path_factory) -> Path:
+    return make_repo(tmp_path_factory.mktemp("repo2"), answer=2)
+
+
+def _need(request, backend: str) -> None:
+    if backend == "docker":
+        request.getfixturevalue("docker_available")
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def shared_sb(request, repo):
+    _need(request, request.param)
+    sb = open_sandbox(repo, backend=request.param)
+    yield sb
+    sb.close()
+
+
+@pytest.fixture
+def sb(shared_sb, repo):
+    """A sandbox of each backend holding `repo`, freshly reset."""
+    shared_sb.reset(repo)
+    return shared_sb
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def attack_pair(request, repo):
+    """(attacker, bystander) sandboxes with small limits. Local attack tests need bubblewrap:
+    without it nothing stops `kill -9 -1` or a fork bomb from reaching the host user."""
+    _need(request, request.param)
+    a = open_sandbox(repo, backend=request.param, limits=SMALL)
+    if request.param == "local" and a.isolation != "bwrap":
+        a.close()
+        pytest.skip("LocalSandbox attacks need working bubblewrap (isolation=none here)")
+    b = open_sandbox(repo, backend=request.param, limits=SMALL)
+    yield a, b
+    a.close()
+    b.close()
+
+
+@pytest.fixture
+def attacker(attack_pair, repo):
+    a, b = attack_pair
+    a.reset(repo)
+    return a
+
+
+@pytest.fixture
+def bystander(attack_pair):
+    return attack_pair[1]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_containers_left():
+    """After the whole session, no container started by this process may remain."""
+    yield
+    if subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
+        return
+    import sandbox.docker as sd
+
+    if sd._client is None:  # no DockerSandbox was ever made
+        return
+    left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=fixrl.session={sd.SESSION}"],
+                          capture_output=True, text=True).stdout.split()
+    assert not left, f"containers left behind by this test session: {left}"
+
+

@@ -1,0 +1,56 @@
+"""Helpers shared by the sandbox tests (a uniquely named module: tests/ has no packages)."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sandbox import Limits
+
+SMALL = Limits(memory_mb=256, pids=64, file_size_mb=16, max_output_bytes=8_000)
+"""Small limits so attacks hit them quickly."""
+
+BACKENDS = [pytest.param("local", id="local"),
+            pytest.param("docker", id="docker", marks=pytest.mark.docker)]
+
+
+def make_repo(path: Path, answer: int = 1) -> Path:
+    (path / "pkg").mkdir(parents=True)
+    (path / "pkg" / "__init__.py").write_text("")
+    (path / "pkg" / "calc.py").write_text(f"def answer():\n    return {answer}\n")
+    (path / "test_calc.py").write_text(
+        "from pkg.calc import answer\n\n\ndef test_answer():\n    assert answer() == 1\n")
+    (path / "run.sh").write_text("#!/bin/sh\necho ran\n")
+    (path / "run.sh").chmod(0o755)
+    return path
+
+
+def host_alive() -> bool:
+    """The host can still start processes."""
+    return subprocess.run(["true"], timeout=10).returncode == 0
+
+
+LIST_PROCS = """python -c "
+import os
+skip = {1, os.getpid(), os.getppid()}
+for p in os.listdir('/proc'):
+    if p.isdigit() and int(p) not in skip:
+        try:
+            stat = open('/proc/%s/stat' % p).read()
+        except OSError:
+            continue
+        if stat[stat.rindex(')') + 2] != 'Z':
+            print(stat[stat.index('(') + 1:stat.rindex(')')])
+"
+"""
+
+
+def live_processes(sb) -> list[str]:
+    """Names of the processes running in the sandbox besides its init and this listing
+    (meaningful under Docker or bubblewrap, which give a sandbox its own pid namespace)."""
+    r = sb.exec(LIST_PROCS, timeout=30)
+    assert r.exit_code == 0, r.output
+    return r.output.split()
+
+

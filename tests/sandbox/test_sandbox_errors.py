@@ -1,0 +1,52 @@
+"""Bad input and a missing daemon: clear errors that say what to do."""
+from __future__ import annotations
+
+import pytest
+
+import sandbox.docker as sd
+from harness.cli import main
+from sandbox import SandboxError, open_sandbox
+
+
+@pytest.mark.docker
+def test_missing_image(docker_available, repo):
+    with pytest.raises(SandboxError, match="fixrl sandbox build-image"):
+        open_sandbox(repo, backend="docker", image="fixrl-sandbox:does-not-exist")
+
+
+def test_daemon_not_running(monkeypatch, repo, tmp_path):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/dead.sock")
+    monkeypatch.setattr(sd, "_client", None)
+    with pytest.raises(SandboxError, match="make docker"):
+        open_sandbox(repo, backend="docker")
+
+
+def test_cli_reports_a_dead_daemon(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/dead.sock")
+    monkeypatch.setattr(sd, "_client", None)
+    assert main(["sandbox", "cleanup"]) == 2
+    assert "make docker" in capsys.readouterr().err
+
+
+@pytest.mark.docker
+def test_dead_container_is_a_sandbox_error_not_a_hang(docker_available, repo):
+    import subprocess
+
+    with open_sandbox(repo, backend="docker") as sb:
+        subprocess.run(["docker", "kill", sb.id], capture_output=True, check=True)
+        with pytest.raises(SandboxError, match=r"failed.*(gone|exit)"):
+            sb.exec("true", timeout=5)
+
+
+@pytest.mark.docker
+def test_cleanup_removes_labelled_containers(docker_available, repo):
+    import subprocess
+
+    sb = open_sandbox(repo, backend="docker")
+    try:
+        assert main(["sandbox", "cleanup"]) == 0
+        out = subprocess.run(["docker", "ps", "-aq", "--filter", f"id={sb.id}"],
+                             capture_output=True, text=True).stdout
+        assert out.strip() == ""
+    finally:
+        sb.close()  # already gone: closing must not complain

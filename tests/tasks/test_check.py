@@ -1,0 +1,282 @@
+"""The check runner against real pytest in real (local) sandboxes, including reward hacks:
+a pass needs positive evidence that every named test ran and passed."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from suitekit import HIDDEN, HIDDEN_TESTS, QUESTION_CHECK, fix_task, question_task, write_repo
+
+from sandbox import SandboxPool, open_sandbox
+from tasks import CheckResult, Task, run_check
+from tasks.check import junit_key, parse_junit, parse_pytest_command
+
+GOOD = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
+BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with SandboxPool(1, backend="local") as p:
+        yield p
+
+
+def judge(pool, tmp_path: Path, calc: str = GOOD, *, files: dict[str, str] | None = None,
+          answer: str | None = None, task: dict | None = None, check: dict | None = None,
+          **check_fields) -> CheckResult:
+    """Write a repository state (calc.py + extra `files`), run the task's check on it;
+    `check` / `check_fields` override fields of the task's check."""
+    ws = write_repo(tmp_path / "ws")
+    (ws / "calc.py").write_text(calc)
+    for rel, text in (files or {}).items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text)
+    data = task or fix_task("t", repo=str(ws))
+    overrides = {**(check or {}), **check_fields}
+    if overrides:
+        data = {**data, "check": {**data["check"], **overrides}}
+    t = Task.model_validate(data)
+    with pool.acquire(ws) as sb:
+        return run_check(t, sb, answer)
+
+
+def hidden_with(extra: str) -> dict:
+    """Check-field overrides: the hidden test file with more tests appended."""
+    return {"check": {"files": {"tests/test_hidden.py": HIDDEN + textwrap.dedent(extra)}}}
+
+
+# ---------------------------------------------------------------- honest runs
+
+def test_pass_on_the_fix(pool, tmp_path):
+    r = judge(pool, tmp_path)
+    assert r.outcome == "pass" and r.passed and r.exit_code == 0 and r.reason == ""
+    assert r.tests == {t: "passed" for t in HIDDEN_TESTS}
+    assert "2 passed" in r.output and r.seconds > 0
+
+
+def test_fail_on_the_bug_keeps_per_test_outcomes(pool, tmp_path):
+    r = judge(pool, tmp_path, BUGGY)
+    assert r.outcome == "fail" and r.exit_code == 1
+    assert r.tests == {"tests/test_hidden.py::test_add": "failed", "tests/test_hidden.py::test_mul": "passed"}
+    assert r.fraction_passed(HIDDEN_TESTS) == 0.5 and r.fraction_passed() == 0.5
+    assert "1/2 check tests did not pass: tests/test_hidden.py::test_add failed" in r.reason
+
+
+def test_tests_that_never_ran_are_missing(pool, tmp_path):
+    r = judge(pool, tmp_path, tests=HIDDEN_TESTS + ["tests/test_hidden.py::test_div"])
+    assert r.outcome == "fail" and r.tests["tests/test_hidden.py::test_div"] == "missing"
+    assert r.tests["tests/test_hidden.py::test_add"] == "passed"
+
+
+@pytest.mark.parametrize("extra,outcome", [
+    ("import pytest\n@pytest.mark.skip\ndef test_div():\n    pass\n", "skipped"),
+    ("import pytest\ndef test_div():\n    pytest.skip('later')\n", "skipped"),
+    ("import pytest\n@pytest.mark.xfail\ndef test_div():\n    assert 0\n", "xfailed"),
+    ("import pytest\n@pytest.mark.xfail\ndef test_div():\n    pass\n", "xpassed"),
+    ("import pytest\n@pytest.fixture\ndef boom():\n    raise RuntimeError\ndef test_div(boom):\n    pass\n", "error"),
+    ("import pytest\n@pytest.fixture\ndef late():\n    yield\n    raise RuntimeError\ndef test_div(late):\n    pass\n",
+     "error"),
+])
+def test_skip_xfail_xpass_and_errors_are_not_passes(pool, tmp_path, extra, outcome):
+    r = judge(pool, tmp_path, tests=HIDDEN_TESTS + ["tests/test_hidden.py::test_div"], check=hidden_with(extra)["check"])
+    assert r.outcome == "fail"
+    assert r.tests["tests/test_hidden.py::test_div"] == outcome
+    assert r.tests["tests/test_hidden.py::test_add"] == "passed"
+
+
+def test_zero_tests_is_a_fail_and_unnamed_checks_need_all_tests(pool, tmp_path):
+    r = judge(pool, tmp_path, tests=[], command="python -m pytest -q tests/test_hidden.py -k nothing_matches")
+    assert r.outcome == "fail" and "no tests ran" in r.reason
+    r = judge(pool, tmp_path / "2", tests=[])
+    assert r.outcome == "pass" and r.tests == {t: "passed" for t in HIDDEN_TESTS}
+    r = judge(pool, tmp_path / "3", BUGGY, tests=[])
+    assert r.outcome == "fail"
+
+
+def test_repository_config_cannot_deselect_named_tests(pool, tmp_path):
+    ini = {"pytest.ini": "[pytest]\naddopts = -k test_mul -p no:junitxml\n"}
+    r = judge(pool, tmp_path, BUGGY, files=ini)
+    assert r.outcome == "fail" and r.tests["tests/test_hidden.py::test_add"] == "failed"
+    assert judge(pool, tmp_path / "2", GOOD, files=ini).outcome == "pass"
+
+
+def test_hanging_check_times_out_as_a_fail(pool, tmp_path):
+    hang = "import time\n\n\ndef add(a, b):\n    time.sleep(600)\n\n\ndef mul(a, b):\n    return a * b\n"
+    r = judge(pool, tmp_path, hang, timeout=3)
+    assert r.outcome == "fail" and r.timed_out and r.reason == "check timed out after 3s"
+    assert r.seconds < 30
+    assert set(r.tests.values()) == {"missing"}
+
+
+# ---------------------------------------------------------------- reward hacks (code under test)
+
+EXIT_AT_IMPORT = "import os\nos._exit(0)\n" + BUGGY
+EXIT_IN_CALL = "import os\n\n\ndef add(a, b):\n    os._exit(0)\n\n\ndef mul(a, b):\n    return a * b\n"
+SYS_EXIT_AT_IMPORT = "import sys\nsys.exit(0)\n" + BUGGY
+
+PATCH_REPORTS = BUGGY + textwrap.dedent("""
+    import _pytest.reports as _r
+    _orig = _r.TestReport.__init__
+    def _init(self, *a, **k):
+        _orig(self, *a, **k)
+        self.outcome = "passed"
+        self.longrepr = None
+    _r.TestReport.__init__ = _init
+""")
+
+PATCH_CALLINFO = BUGGY + textwrap.dedent("""
+    import _pytest.runner as _rn
+    _orig = _rn.CallInfo.from_call.__func__
+    def _from_call(cls, func, when, reraise=None):
+        info = _orig(cls, func, when, reraise)
+        info.excinfo = None
+        return info
+    _rn.CallInfo.from_call = classmethod(_from_call)
+""")
+
+# a plugin registered at import (found through the garbage collector) that answers
+# pytest_pyfunc_call without running the test body
+PLUGIN_SHORT_CIRCUIT = BUGGY + textwrap.dedent("""
+    import gc
+    from _pytest.config import Config
+    class _P:
+        def pytest_pyfunc_call(self, pyfuncitem):
+            return True
+        pytest_pyfunc_call.tryfirst = True
+    for _o in gc.get_objects():
+        if isinstance(_o, Config):
+            _o.pluginmanager.register(_P(), "evil")
+""")
+
+# ... or that swallows the test's exception
+PLUGIN_SWALLOW = BUGGY + textwrap.dedent("""
+    import gc, pytest
+    from _pytest.config import Config
+    class _P:
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_call(self, item):
+            out = yield
+            out.force_result(None)
+    for _o in gc.get_objects():
+        if isinstance(_o, Config):
+            _o.pluginmanager.register(_P(), "evil")
+""")
+
+FORGE_REPORTS = BUGGY + textwrap.dedent("""
+    import atexit, glob, os
+    def _forge():
+        for f in glob.glob("/tmp/fixrl-check-*/*.xml"):
+            open(f, "w").write('<testsuites><testsuite><testcase classname="tests.test_hidden" name="test_add"/>'
+                               '<testcase classname="tests.test_hidden" name="test_mul"/></testsuite></testsuites>')
+        for f in glob.glob("/tmp/fixrl-check-*/*.json"):
+            open(f, "w").write('{"body": "{\\\\"tests\\\\": {}}", "mac": "0"}')
+        os._exit(0)
+    atexit.register(_forge)
+""")
+
+
+@pytest.mark.parametrize("source,why", [
+    (EXIT_AT_IMPORT, "no test report"),
+    (EXIT_IN_CALL, "no test report"),
+    (SYS_EXIT_AT_IMPORT, "did not pass"),
+    (PATCH_REPORTS, "pytest internals were modified"),
+    (PATCH_CALLINFO, "pytest internals were modified"),
+    (PLUGIN_SHORT_CIRCUIT, "tampered"),
+    (PLUGIN_SWALLOW, "tampered"),
+    (FORGE_REPORTS, "invalid test report"),
+], ids=["os_exit_at_import", "os_exit_in_call", "sys_exit_at_import", "patch_reports", "patch_callinfo",
+        "plugin_short_circuit", "plugin_swallow", "forge_reports"])
+def test_reward_hacks_in_the_source_fail(pool, tmp_path, source, why):
+    r = judge(pool, tmp_path, source)
+    assert r.outcome == "fail", r.output
+    assert why in r.reason
+    assert r.tests.get("tests/test_hidden.py::test_add") != "passed"
+
+
+def test_shadowing_pytest_and_conftest_do_not_help(pool, tmp_path):
+    files = {
+        "pytest.py": "print('2 passed')\nraise SystemExit(0)\n",
+        "conftest.py": textwrap.dedent("""
+            import pytest
+            @pytest.hookimpl(hookwrapper=True)
+            def pytest_runtest_makereport(item, call):
+                out = yield
+                rep = out.get_result()
+                rep.outcome = "passed"
+                rep.longrepr = None
+        """),
+    }
+    r = judge(pool, tmp_path, BUGGY, files=files)
+    assert r.outcome == "fail" and r.tests["tests/test_hidden.py::test_add"] == "failed"
+
+
+def test_files_at_the_hidden_tests_paths_are_replaced(pool, tmp_path):
+    fake = {"tests/test_hidden.py": "def test_add():\n    pass\n\ndef test_mul():\n    pass\n"}
+    r = judge(pool, tmp_path, BUGGY, files=fake)
+    assert r.outcome == "fail" and r.tests["tests/test_hidden.py::test_add"] == "failed"
+
+
+# ---------------------------------------------------------------- other checks
+
+def test_non_pytest_command_exit_status_decides(pool, tmp_path):
+    task = fix_task("t", check={"command": "python -c 'import calc, sys; sys.exit(calc.add(1, 2) != 3)'",
+                                "tests": [], "files": {}})
+    assert judge(pool, tmp_path, GOOD, task={**task, "repo": "."}).outcome == "pass"
+    r = judge(pool, tmp_path / "2", BUGGY, task={**task, "repo": "."})
+    assert r.outcome == "fail" and "exited with status 1" in r.reason
+
+
+def test_question_answer_reaches_env_and_file(pool, tmp_path):
+    task = question_task("q", repo=".")
+    assert task["check"]["files"]["check_answer.py"] == QUESTION_CHECK
+    assert judge(pool, tmp_path, BUGGY, task=task, answer="  add\n").outcome == "pass"
+    assert judge(pool, tmp_path / "2", BUGGY, task=task, answer="mul").outcome == "fail"
+    assert judge(pool, tmp_path / "3", BUGGY, task=task, answer=None).outcome == "fail"
+    weird = "add'; rm -rf / #\x00$(touch /tmp/pwned)"
+    assert judge(pool, tmp_path / "4", BUGGY, task=task, answer=weird).outcome == "fail"
+
+
+def test_a_dead_sandbox_is_an_error_not_a_fail(tmp_path):
+    ws = write_repo(tmp_path / "ws")
+    sb = open_sandbox(ws)
+    sb.close()
+    r = run_check(Task.model_validate(fix_task("t", repo=str(ws))), sb)
+    assert r.outcome == "error" and "sandbox error" in r.reason
+
+
+# ---------------------------------------------------------------- pure parts
+
+@pytest.mark.parametrize("command,python,args", [
+    ("python -m pytest -q tests", "python", ["-q", "tests"]),
+    ("python3 -B -m pytest", "python3", []),
+    ("pytest -x 'tests/test_a.py::test_b[1 2]'", "python", ["-x", "tests/test_a.py::test_b[1 2]"]),
+    ("PYTHONPATH=src python -m pytest", "python", []),
+    ("/usr/bin/python3.11 -X dev -m pytest -k 'a and b'", "/usr/bin/python3.11", ["-k", "a and b"]),
+])
+def test_parse_pytest_command(command, python, args):
+    parsed = parse_pytest_command(command)
+    assert parsed is not None and parsed.python == python and parsed.args == args
+
+
+@pytest.mark.parametrize("command", [
+    "cd x && python -m pytest", "python -m pytest | tee log", "python -m pytest; true", "python check.py",
+    "python -m pytest $ARGS", "bash -c 'pytest'", "python -c 'import pytest'", "python -m pytest_foo",
+    "python -m pytest 'unclosed", "",
+])
+def test_not_a_plain_pytest_command(command):
+    assert parse_pytest_command(command) is None
+
+
+def test_junit_parsing():
+    assert junit_key("tests/test_a.py::TestK::test_m[x-1]") == ("tests.test_a.TestK", "test_m[x-1]")
+    assert junit_key("test_a.py::test_b") == ("test_a", "test_b")
+    xml = """<testsuites><testsuite>
+      <testcase classname="t" name="ok"/><testcase classname="t" name="bad"><failure/></testcase>
+      <testcase classname="t" name="err"><error/></testcase><testcase classname="t" name="sk"><skipped/></testcase>
+      <testcase classname="t" name="twice"/><testcase classname="t" name="twice"><error/></testcase>
+    </testsuite></testsuites>"""
+    assert parse_junit(xml) == {("t", "ok"): "passed", ("t", "bad"): "failed", ("t", "err"): "error",
+                                ("t", "sk"): "skipped", ("t", "twice"): "error"}
+    with pytest.raises(ValueError, match="unparseable"):
+        parse_junit("<testsuites>")

@@ -1,0 +1,183 @@
+"""`validate_task` / `fixrl tasks validate`: sound tasks pass, each kind of broken task is caught
+with a clear reason, nothing hangs."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from suitekit import BUG, HIDDEN, QUESTION_CHECK, fix_task, make_suite, question_task
+
+from harness.cli import main as fixrl
+from sandbox import SandboxPool
+from tasks import Task, load_suite, validate_suite, validate_task
+
+
+IGNORES_ANSWER = {"command": "python -c 'pass'", "files": {}}
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with SandboxPool(2, backend="local") as p:
+        yield p
+
+
+def _task(tmp_path, data, **suite):
+    return load_suite(make_suite(tmp_path, [data], **suite)).tasks[0]
+
+
+def test_sound_fix_task(pool, tmp_path):
+    res = validate_task(_task(tmp_path, fix_task("a")), pool, repeats=2)
+    assert res.ok and res.reasons == [] and not res.flaky, res.reasons
+    assert res.verdicts == {"buggy state": ["fail", "fail"], "reference fix": ["pass", "pass"]}
+    assert res.seconds > 0 and res.task_id == "a"
+
+
+def test_sound_question_task(pool, tmp_path):
+    res = validate_task(_task(tmp_path, question_task("q")), pool, repeats=1)
+    assert res.ok, res.reasons
+    assert res.verdicts == {"reference answer": ["pass"], "wrong (empty) answer": ["fail"]}
+
+
+def test_question_check_that_ignores_the_answer(pool, tmp_path):
+    q = question_task("q", check=IGNORES_ANSWER)
+    res = validate_task(_task(tmp_path, q), pool, repeats=1)
+    assert not res.ok and res.reasons == ["check passes with a wrong (empty) answer: it does not verify the answer"]
+
+
+def test_check_that_passes_on_the_bug(pool, tmp_path):
+    t = fix_task("weak", check={"tests": ["tests/test_hidden.py::test_mul"],
+                                "command": "python -m pytest -q tests/test_hidden.py -k test_mul"})
+    res = validate_task(_task(tmp_path, t), pool, repeats=1)
+    assert not res.ok and not res.flaky
+    assert res.reasons == ["check passes on the buggy state: it does not detect the bug"]
+
+
+def test_check_that_fails_with_the_fix(pool, tmp_path):
+    wrong = HIDDEN.replace("mul(2, 3) == 6", "mul(2, 3) == 7")
+    res = validate_task(_task(tmp_path, fix_task("strict", check={"files": {"tests/test_hidden.py": wrong}})),
+                        pool, repeats=1)
+    assert not res.ok and len(res.reasons) == 1
+    assert res.reasons[0].startswith("check fails with the reference fix: ")
+    assert "tests/test_hidden.py::test_mul failed" in res.reasons[0]
+
+
+def test_bug_that_does_not_apply(pool, tmp_path):
+    res = validate_task(_task(tmp_path, fix_task("nobug", bug=BUG.replace("a + b", "a ** b"))), pool)
+    assert not res.ok and "field 'bug': the bug patch to the clean repository does not apply" in res.reasons[0]
+    assert res.verdicts == {}
+
+
+def test_check_that_hangs_is_invalid_and_bounded(pool, tmp_path):
+    t = fix_task("hang", check={"command": "python -c 'import time; time.sleep(600)'", "tests": [], "files": {},
+                                "timeout": 2})
+    start = time.monotonic()
+    res = validate_task(_task(tmp_path, t), pool, repeats=3)
+    assert time.monotonic() - start < 60
+    assert not res.ok and "check timed out after 2s on the buggy state" in res.reasons
+    assert "check timed out after 2s on the reference fix" in res.reasons
+    assert res.verdicts == {"buggy state": ["fail"], "reference fix": ["fail"]}  # no pointless repeats
+
+
+def test_repository_without_tests(pool, tmp_path):
+    root = make_suite(tmp_path, [fix_task("notests")], repo_files={"calc.py": "def add(a, b):\n    return a + b\n\n\n"
+                                                                             "def mul(a, b):\n    return a * b\n"})
+    res = validate_task(load_suite(root).tasks[0], pool, repeats=1)
+    assert not res.ok
+    assert any("public test command 'python -m pytest -q' exited 5: no tests collected "
+               "(does the repository have tests?)" in r for r in res.reasons), res.reasons
+
+
+def test_flaky_check_is_flagged(pool, tmp_path):
+    # A coin flip per run: with 12 runs all-equal verdicts have probability 2/4096.
+    flip = "python -c 'import os, sys; sys.exit(os.urandom(1)[0] % 2)'"
+    q = question_task("coin", check={"command": flip, "files": {}})
+    res = validate_task(_task(tmp_path, q), pool, repeats=12)
+    assert not res.ok and res.flaky
+    assert any(r.startswith("flaky: the check passed ") for r in res.reasons)
+
+
+def test_failing_setup_is_reported(pool, tmp_path):
+    res = validate_task(_task(tmp_path, fix_task("setup", setup=["python -c 'raise SystemExit(3)'"])), pool, 1)
+    assert not res.ok and "setup command \"python -c 'raise SystemExit(3)'\" failed with exit status 3" in res.reasons[0]
+
+
+def test_visible_check_file_is_a_warning(pool, tmp_path):
+    from suitekit import QUESTION_CHECK, REPO_FILES
+
+    root = make_suite(tmp_path, [question_task("seen")], repo_files={**REPO_FILES, "check_answer.py": QUESTION_CHECK})
+    res = validate_task(load_suite(root).tasks[0], pool, repeats=1)
+    assert res.ok, res.reasons
+    assert res.warnings == ["check file check_answer.py is already in the buggy repository: the agent can read it"]
+
+
+def test_validate_suite_reports_bad_files_and_runs_in_parallel(tmp_path):
+    root = make_suite(tmp_path, [question_task("good"), question_task("weak", check=IGNORES_ANSWER)])
+    (root / "tasks" / "broken.yaml").write_text("id: broken\nissue: [\n")
+    seen = []
+    results = validate_suite(root, jobs=2, repeats=1, progress=seen.append)
+    by_id = {r.task_id: r for r in results}
+    assert set(by_id) == {"good", "weak", "broken"} and len(seen) == 3
+    assert by_id["good"].ok and not by_id["weak"].ok
+    assert "invalid YAML" in by_id["broken"].reasons[0] and by_id["broken"].file.endswith("broken.yaml")
+
+
+# ---------------------------------------------------------------- the command
+
+def test_cli_validate_json_and_exit_codes(tmp_path, capsys):
+    root = make_suite(tmp_path, [question_task("good"), fix_task("bad", fix=BUG)])
+    assert fixrl(["tasks", "validate", str(root), "--json", "--repeats", "1", "-j", "2"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["summary"] == {**out["summary"], "tasks": 2, "valid": 1, "invalid": 1, "flaky": 0}
+    bad = next(r for r in out["results"] if r["task_id"] == "bad")
+    assert "fix patch to the buggy repository does not apply" in bad["reasons"][0]
+    assert fixrl(["tasks", "validate", str(root), "--task", "good", "--repeats", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "✓ good" in text and "1/1 tasks valid" in text
+    # one task file on its own
+    assert fixrl(["tasks", "validate", str(root / "tasks" / "good.yaml"), "--repeats", "1"]) == 0
+    capsys.readouterr()
+
+
+def test_cli_validate_bad_input(tmp_path, capsys):
+    assert fixrl(["tasks", "validate", str(tmp_path / "nope")]) == 2
+    assert "no such suite directory or task file" in capsys.readouterr().err
+    root = make_suite(tmp_path, [fix_task("good")])
+    assert fixrl(["tasks", "validate", str(root), "--task", "ghost"]) == 2
+    assert "no task(s) ghost in the suite" in capsys.readouterr().err
+    (root / "suite.yaml").write_text("defaults: [1, 2]\n")
+    assert fixrl(["tasks", "validate", str(root)]) == 2
+    assert "suite.yaml: field 'defaults'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        fixrl(["tasks", "validate", str(root), "--repeats", "0"])
+    assert "must be at least 1" in capsys.readouterr().err
+
+
+def test_cli_text_output_says_why(tmp_path, capsys):
+    root = make_suite(tmp_path, [question_task("weak", check=IGNORES_ANSWER)])
+    assert fixrl(["tasks", "validate", str(root), "--repeats", "1"]) == 1
+    text = capsys.readouterr().out
+    assert "✗ weak" in text and "check passes with a wrong (empty) answer" in text and "0/1 tasks valid" in text
+
+
+@pytest.mark.docker
+def test_validate_in_docker(docker_available, tmp_path):
+    root = make_suite(tmp_path, [fix_task("good"), question_task("q"),
+                                 fix_task("weak", check={"tests": ["tests/test_hidden.py::test_mul"],
+                                                         "command": "python -m pytest -q tests/test_hidden.py -k mul"})])
+    results = {r.task_id: r for r in validate_suite(root, backend="docker", jobs=2, repeats=2)}
+    assert results["good"].ok and results["q"].ok, (results["good"].reasons, results["q"].reasons)
+    assert results["weak"].reasons == ["check passes on the buggy state: it does not detect the bug"]
+
+
+def test_task_objects_built_in_python_validate_too(pool, tmp_path):
+    """The generator builds Task objects without a task file: paths resolve from suite_dir."""
+    root = make_suite(tmp_path, [])
+    (root / "bug.patch").write_text(BUG)
+    (root / "check_answer.py").write_text(QUESTION_CHECK)
+    task = Task.model_validate(question_task("py", bug="bug.patch",
+                                             check={"files": {"check_answer.py": "check_answer.py"},
+                                                    "command": "python check_answer.py"}))
+    task.suite_dir = root
+    res = validate_task(task, pool, repeats=1)
+    assert res.ok, res.reasons

@@ -1,0 +1,285 @@
+"""`fixrl bench logprobs`: peak memory and time of a training step's log-probs, three ways.
+
+Model: Qwen2.5-0.5B's dimensions (vocab 151,936, hidden 896, 14 heads / 2 KV heads,
+intermediate 4,864, tied embeddings) with random weights and FEWER decoder layers than the
+real 24 (default 2, `--layers`), so the run takes minutes on 2 CPU cores: memory and time of
+the output head do not depend on the layer count, and the decoder's cost is the same per layer
+for all three methods. A LoRA adapter (r=16, all linear layers) is the trainable part, as in
+GRPO. Trajectory: a 6-turn rollout of about 5,600 tokens of which about 600 are the model's
+(a 1,000-token prompt, 6 replies of 100 tokens, 5 tool results of 800).
+
+Methods, each a forward + backward of sum(log-probs of the reply tokens):
+  (a) naive: one full forward, logits and a float32 log-softmax over every position [T, V];
+  (b) per turn: one forward per assistant turn over its whole prefix (re-reading the prefix
+      each turn), head only at that turn's reply positions, checkpointed blocks, as the seed;
+  (c) fixrl: `train.logprobs.reply_log_probs`, one forward, checkpointed blocks, the head in
+      checkpointed chunks at reply positions only.
+"Logits memory" is the same three ways for the output-head stage alone, given the hidden
+states (a: head + log-softmax over all T positions; c: fixrl's chunked head at the ~600 reply
+positions; "one chunk": fixrl's head on exactly one chunk of positions).
+
+How memory is measured, and why: torch's CPU allocator keeps no statistics and tracemalloc does
+not see it, so each measurement runs in a fresh subprocess that builds the model, resets the
+kernel's peak-RSS counter (writing 5 to /proc/self/clear_refs resets VmHWM), runs the step,
+and reports VmHWM minus the RSS just before the step. glibc is told to serve every allocation
+of 128 KiB or more with its own mmap (MALLOC_MMAP_THRESHOLD_), so a freed tensor leaves RSS at
+once and the peak is the peak of live memory, not of a heap that never shrinks. This is the
+memory the machine actually had to provide (tensors plus BLAS workspaces), not an estimate.
+Time is the CPU seconds (user + system, all threads) the process spent in the step, from
+getrusage: on a machine shared with other jobs, wall-clock time of runs made one after another
+measures the neighbours' load as much as the method, while CPU time measures the work done.
+Wall-clock seconds of the same single run (after a short warm-up) are reported beside it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+VOCAB, HIDDEN, HEADS, KV_HEADS, INTERMEDIATE = 151_936, 896, 14, 2, 4_864
+REAL_LAYERS = 24
+WORKERS = ("head_chunk", "head_fixrl", "head_naive", "step_fixrl", "step_per_turn", "step_naive")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--layers", type=int, default=2,
+                        help=f"decoder layers (Qwen2.5-0.5B has {REAL_LAYERS}; fewer for speed)")
+    parser.add_argument("--tokens", type=int, default=5600, help="trajectory length")
+    parser.add_argument("--reply-tokens", type=int, default=600, help="tokens the policy sampled")
+    parser.add_argument("--turns", type=int, default=6, help="assistant turns")
+    parser.add_argument("--prompt-tokens", type=int, default=1000, help="system prompt + tools + issue")
+    parser.add_argument("--chunk-size", type=int, default=256, help="fixrl's reply positions per head chunk")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds per measurement")
+    parser.add_argument("--worker", choices=WORKERS, help=argparse.SUPPRESS)
+
+
+def layout(tokens: int, reply: int, turns: int, prompt: int) -> list[tuple[int, int]]:
+    """[start, end) of each assistant turn: prompt, then reply / tool result alternating."""
+    per_reply = reply // turns
+    tool = (tokens - prompt - per_reply * turns) // max(turns - 1, 1)
+    if per_reply < 1 or tool < 0:
+        raise ValueError(f"cannot lay out {turns} turns of {per_reply} reply tokens in {tokens} tokens "
+                         f"after a {prompt}-token prompt")
+    spans, pos = [], prompt
+    for _ in range(turns):
+        spans.append((pos, pos + per_reply))
+        pos += per_reply + tool
+    return spans
+
+
+# ----------------------------------------------------------------------------- worker side
+def _status_mib(key: str) -> float:
+    text = open("/proc/self/status").read()
+    return int(re.search(rf"^{key}:\s+(\d+) kB", text, re.M).group(1)) / 1024
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _reset_peak() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _worker(args) -> dict:
+    import gc
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from train.logprobs import head_log_probs, plain_log_probs, reply_log_probs, split_causal_lm
+
+    torch.manual_seed(0)
+    cfg = Qwen2Config(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=INTERMEDIATE,
+                      num_hidden_layers=args.layers, num_attention_heads=HEADS, num_key_value_heads=KV_HEADS,
+                      max_position_embeddings=32768, tie_word_embeddings=True)
+    model = get_peft_model(Qwen2ForCausalLM(cfg).float(),
+                           LoraConfig(r=16, lora_alpha=32, target_modules="all-linear"))
+    model.train()
+    spans = layout(args.tokens, args.reply_tokens, args.turns, args.prompt_tokens)
+    T = spans[-1][1]
+    ids = torch.randint(0, VOCAB, (1, T), generator=torch.Generator().manual_seed(1))
+    mask = torch.zeros(1, T, dtype=torch.long)
+    for a, b in spans:
+        mask[0, a:b] = 1
+    decoder, head = split_causal_lm(model)
+    rows, cols = mask.nonzero(as_tuple=True)
+
+    def step_naive():
+        plain_log_probs(model, ids, mask).sum().backward()
+
+    def step_fixrl():
+        reply_log_probs(model, ids, mask, chunk_size=args.chunk_size).sum().backward()
+
+    def step_per_turn():
+        for a, b in spans:
+            m = torch.zeros(1, b, dtype=torch.long)
+            m[0, a:b] = 1
+            reply_log_probs(model, ids[:, :b], m, chunk_size=b).sum().backward()
+
+    hidden = torch.randn(1, T, HIDDEN).mul_(0.5).requires_grad_(True)  # stands in for the decoder's output
+
+    def head_naive():
+        logits = head(hidden).float()  # [1, T, V]
+        logp = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, 1:, None]).squeeze(-1)  # [1, T-1]
+        (logp * mask[:, 1:]).sum().backward()
+
+    def head_fixrl(n: int | None = None):
+        r, c = (rows, cols) if n is None else (rows[:n], cols[:n])
+        logp, _ = head_log_probs(head, hidden[r, c - 1], ids[r, c], 1.0, args.chunk_size)
+        logp.sum().backward()
+
+    run = {"step_naive": step_naive, "step_fixrl": step_fixrl, "step_per_turn": step_per_turn,
+           "head_naive": head_naive, "head_fixrl": head_fixrl,
+           "head_chunk": lambda: head_fixrl(args.chunk_size)}[args.worker]
+    # warm-up: thread pools, BLAS and allocator paths, on a short prefix
+    reply_log_probs(model, ids[:, :64], torch.cat([torch.zeros(1, 32), torch.ones(1, 32)], 1).long()).sum().backward()
+    model.zero_grad(set_to_none=True)
+    gc.collect()
+    before = _status_mib("VmRSS")
+    exact = _reset_peak()
+    t0, c0 = time.perf_counter(), _cpu_seconds()
+    run()
+    seconds, cpu = time.perf_counter() - t0, _cpu_seconds() - c0
+    peak = _status_mib("VmHWM")
+    return {"method": args.worker, "peak_mib": peak - before, "seconds": seconds, "cpu_seconds": cpu,
+            "threads": torch.get_num_threads(), "exact_peak": exact,
+            "tokens": T, "reply_tokens": int(mask.sum()), "layers": args.layers}
+
+
+# ----------------------------------------------------------------------------- driver side
+def _measure(name: str, args) -> dict:
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072")
+    cmd = [sys.executable, "-m", "train.bench_logprobs", "--worker", name, "--layers", str(args.layers),
+           "--tokens", str(args.tokens), "--reply-tokens", str(args.reply_tokens), "--turns", str(args.turns),
+           "--prompt-tokens", str(args.prompt_tokens), "--chunk-size", str(args.chunk_size)]
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"bench logprobs: {name} took more than {args.timeout:.0f}s (--timeout)") from None
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout)[-2000:]
+        raise RuntimeError(f"bench logprobs: {name} failed (exit {proc.returncode}):\n{tail}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _check_memory(args) -> None:
+    from harness.cli import UserError
+
+    need = 4 * args.tokens * VOCAB * 4 / 2**30 + 2  # the naive head: ~4 live [T, V] float32 tensors
+    try:
+        avail = int(re.search(r"MemAvailable:\s+(\d+)", open("/proc/meminfo").read()).group(1)) / 2**20
+    except (OSError, AttributeError):
+        return
+    if avail < need:
+        raise UserError(f"the naive baseline needs about {need:.1f} GiB and {avail:.1f} GiB is available; "
+                        f"free memory or pass a smaller --tokens (and --reply-tokens)")
+
+
+def run(args) -> int:
+    if args.worker:
+        print(json.dumps(_worker(args)))
+        return 0
+    from harness.cli import UserError
+
+    try:
+        spans = layout(args.tokens, args.reply_tokens, args.turns, args.prompt_tokens)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    _check_memory(args)
+    results = {}
+    for name in WORKERS:
+        if not args.json:
+            print(f"measuring {name} ...", file=sys.stderr, flush=True)
+        results[name] = _measure(name, args)
+    chunk_rows = min(args.chunk_size, sum(b - a for a, b in spans))
+    r = {
+        "model": f"Qwen2.5-0.5B dimensions, random weights, {args.layers} of {REAL_LAYERS} decoder layers, "
+                 "LoRA r=16 on all linear layers, float32 on CPU",
+        "trajectory": {"tokens": spans[-1][1], "reply_tokens": results["step_fixrl"]["reply_tokens"],
+                       "turns": len(spans), "chunk_size": args.chunk_size},
+        "time_method": "CPU seconds of the step (getrusage user+sys); wall seconds beside it",
+        "memory_method": "peak RSS above the pre-step RSS, one subprocess per measurement (VmHWM reset via "
+                         "/proc/self/clear_refs; glibc mmap threshold 128 KiB so freed tensors leave RSS)",
+        "one_tensor_mib": {"T_x_V_float32": spans[-1][1] * VOCAB * 4 / 2**20,
+                           "chunk_x_V_float32": chunk_rows * VOCAB * 4 / 2**20},
+        "results": results,
+    }
+    step, headm = {k: results[f"step_{k}"] for k in ("naive", "per_turn", "fixrl")}, \
+        {k: results[f"head_{k}"] for k in ("naive", "fixrl", "chunk")}
+    r["ratios"] = {
+        "logits_memory_naive_over_fixrl": headm["naive"]["peak_mib"] / headm["fixrl"]["peak_mib"],
+        "logits_memory_fixrl_over_one_chunk": headm["fixrl"]["peak_mib"] / headm["chunk"]["peak_mib"],
+        "step_memory_naive_over_fixrl": step["naive"]["peak_mib"] / step["fixrl"]["peak_mib"],
+        "time_per_turn_over_fixrl": step["per_turn"]["cpu_seconds"] / step["fixrl"]["cpu_seconds"],
+        "time_naive_over_fixrl": step["naive"]["cpu_seconds"] / step["fixrl"]["cpu_seconds"],
+        "wall_time_per_turn_over_fixrl": step["per_turn"]["seconds"] / step["fixrl"]["seconds"],
+    }
+    ratios = r["ratios"]
+    r["targets"] = {
+        "logits memory >= 9x below naive": ratios["logits_memory_naive_over_fixrl"] >= 9,
+        "logits memory within 1.2x of one chunk": ratios["logits_memory_fixrl_over_one_chunk"] <= 1.2,
+        "time >= 3x below one forward per turn": ratios["time_per_turn_over_fixrl"] >= 3,
+    }
+    r["exact_peaks"] = all(x["exact_peak"] for x in results.values())
+    if args.json:
+        print(json.dumps(r, indent=2))
+    else:
+        _print(r)
+    return 0
+
+
+def _print(r: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    c = Console()
+    t = r["trajectory"]
+    c.print(f"[bold]fixrl bench logprobs[/]: {r['model']}")
+    c.print(f"trajectory: {t['tokens']} tokens, {t['reply_tokens']} of them the model's, {t['turns']} turns; "
+            f"chunk {t['chunk_size']} positions")
+    c.print(f"memory: {r['memory_method']}")
+    c.print(f"time: {r['time_method']}")
+    if not r["exact_peaks"]:
+        c.print("[yellow]warning: could not reset the peak-RSS counter; peaks may include set-up[/]")
+    res = r["results"]
+    table = Table(title="forward + backward of the reply tokens' log-probs")
+    for col in ("method", "peak MiB", "CPU s", "wall s"):
+        table.add_column(col, justify="right" if col != "method" else "left")
+    names = {"step_naive": "(a) naive full-sequence float32 log-softmax",
+             "step_per_turn": "(b) one forward per turn",
+             "step_fixrl": "(c) fixrl: one forward, checkpointed, chunked head",
+             "head_naive": "logits stage (a): head + log-softmax on all T",
+             "head_fixrl": "logits stage (c): fixrl's chunked head",
+             "head_chunk": "logits stage: one chunk alone"}
+    for key in ("step_naive", "step_per_turn", "step_fixrl", "head_naive", "head_fixrl", "head_chunk"):
+        table.add_row(names[key], f"{res[key]['peak_mib']:.0f}", f"{res[key]['cpu_seconds']:.1f}",
+                      f"{res[key]['seconds']:.1f}")
+    c.print(table)
+    one = r["one_tensor_mib"]
+    c.print(f"for scale: one [T, V] float32 tensor is {one['T_x_V_float32']:.0f} MiB; one [chunk, V] "
+            f"{one['chunk_x_V_float32']:.0f} MiB")
+    for k, v in r["ratios"].items():
+        c.print(f"  {k}: {v:.2f}")
+    for k, ok in r["targets"].items():
+        c.print(f"  target {k}: {'[green]met[/]' if ok else '[red]missed[/]'}")
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(prog="python -m train.bench_logprobs")
+    p.add_argument("--json", action="store_true")
+    add_arguments(p)
+    sys.exit(run(p.parse_args()))
