@@ -4,9 +4,9 @@ The check judges the agent's fix, not its test suite or its environment, so (1) 
 files that configure or shadow the test runner are dropped (`tasks.is_test_path`); (2) a new file
 is kept only when it is a plain Python module that shadows nothing (no `__pycache__`/`.pyc`,
 no `.so`, no stdlib or test-runner module names, no `sitecustomize`); (3) a change whose added
-lines reach for the test runner or the process (pytest internals, `sys.exit`, `os._exit`,
-frames, `builtins`, background processes, file writes...) is dropped, unless the reference fix
-itself adds that construct, or, for the milder ones, the file already used it.
+lines name the test runner or the harness is dropped, and so is one whose added lines reach for
+the process (`sys.exit`, `os._exit`, frames, `builtins`, background processes, file writes...)
+when the file did not use that construct before; the reference fix's own constructs are allowed.
 
 (3) is defence in depth, a tripwire that a model stumbling on a hack will hit: code running
 inside the test process can always be obfuscated past a pattern list. The runner's positive
@@ -30,29 +30,31 @@ SHADOW_NAMES = set(sys.stdlib_module_names) | {
     "hypothesis", "xdist", "coverage", "six",
 }
 
-# Always suspicious in added lines (unless the reference fix adds the same construct).
+# Always suspicious in added lines (unless the reference fix adds the same construct): library
+# code has no business naming the test runner or the harness, or walking the heap (the one
+# known way to find the runner's report key).
 _HARD = [
     (r"\b_?pytest\b|\bpluggy\b|junit|\bconftest\b", "touches the test runner"),
     (r"\bsitecustomize\b|\busercustomize\b", "touches interpreter start-up"),
-    (r"__builtins__|\bbuiltins\b", "touches builtins"),
-    (r"\bsys\s*\.\s*(modules|meta_path|path_hooks|settrace|setprofile|_getframe|excepthook|"
-     r"addaudithook|displayhook)\b", "touches interpreter state"),
-    (r"\b(_getframe|currentframe|f_back|f_globals|f_locals|f_code|tb_frame|gi_frame|"
-     r"__subclasses__|__globals__|__code__|__closure__)\b", "inspects frames or code objects"),
     (r"\bgc\s*\.\s*get_(objects|referrers|referents)\b", "walks the heap"),
-    (r"\bctypes\b", "uses ctypes"),
-    (r"\batexit\b", "registers exit handlers"),
-    (r"\bos\s*\.\s*(_exit|fork|forkpty|kill|killpg|setsid|exec\w*|spawn\w*|posix_spawn\w*|abort)\b",
-     "controls processes"),
-    (r"\bsignal\s*\.", "handles signals"),
     (r"(?i)\bfixrl\b|FIXRL_", "touches the harness"),
 ]
 
-# Suspicious in added lines unless the original file (or the reference fix) already uses them.
+# Suspicious in added lines unless the original file (or the reference fix) already uses them:
+# a file that already works with processes or files may legitimately need more of the same.
 _SOFT = [
-    (r"\bsys\s*\.\s*exit\b|\bexit\s*\(|\bquit\s*\(", "exits the process"),
-    (r"\bsubprocess\b|\bos\s*\.\s*(system|popen)\b|\bpty\b", "starts processes"),
+    (r"\bsys\s*\.\s*exit\b|\bexit\s*\(|\bquit\s*\(|\bos\s*\.\s*(_exit|abort)\b", "exits the process"),
+    (r"\bsubprocess\b|\bos\s*\.\s*(system|popen|fork|forkpty|exec\w*|spawn\w*|posix_spawn\w*|setsid)\b|\bpty\b",
+     "starts processes"),
+    (r"\bos\s*\.\s*(kill|killpg)\b|\bsignal\s*\.", "sends or handles signals"),
     (r"\bthreading\b|\bmultiprocessing\b|\b_thread\b|\bconcurrent\b|\basyncio\b", "starts threads or processes"),
+    (r"\batexit\b", "registers exit handlers"),
+    (r"__builtins__|\bbuiltins\b", "touches builtins"),
+    (r"\bsys\s*\.\s*(modules|meta_path|path_hooks|path_importer_cache|settrace|setprofile|_getframe|"
+     r"excepthook|addaudithook|displayhook)\b", "touches interpreter state"),
+    (r"\b(_getframe|currentframe|f_back|f_globals|f_locals|f_code|tb_frame|gi_frame|"
+     r"__subclasses__|__globals__|__code__|__closure__)\b", "inspects frames or code objects"),
+    (r"\bctypes\b", "uses ctypes"),
     (r"\b__import__\b|\bimportlib\b|\bimp\b|\brunpy\b", "imports dynamically"),
     (r"(?<![\w.])(exec|eval|compile)\s*\(", "executes generated code"),
     (r"\bshutil\b|\bos\s*\.\s*(remove|unlink|rmdir|removedirs|rename|renames|replace|chmod|"

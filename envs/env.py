@@ -130,6 +130,7 @@ class ToolEnv:
         self._last_test: bool | None = None
         self._finished: tuple[float, EpisodeInfo] | None = None
         self._reset_done = False
+        self._after_setup: dict[str, str | None] = {}
 
     # ------------------------------------------------------------------ views for tools/plans
 
@@ -183,11 +184,7 @@ class ToolEnv:
         """Prepare the sandbox (renaming) and return the starting messages and tool schemas."""
         if not self._reset_done:
             self._reset_done = True
-            if self.config.rename and self.task.function:
-                try:
-                    self._apply_rename()
-                except SandboxError as e:
-                    self._fail(f"sandbox failed while renaming: {e}")
+            self._prepare()
         tools = ", ".join(f"`{n}`" for n in self.tools)
         if self.config.system_prompt is not None:
             template = self.config.system_prompt
@@ -199,6 +196,23 @@ class ToolEnv:
         messages = [{"role": "system", "content": system},
                     {"role": "user", "content": self.issue}]
         return messages, self.schemas()
+
+    def _prepare(self) -> None:
+        """Run the task's setup commands, then rename. A failure here is not the agent's: the
+        episode ends at once as `error` (left out of training and pass@k)."""
+        import tasks
+
+        try:
+            if self.task.setup:
+                tasks.run_setup(self.task, self.sb)
+                # What setup wrote is not the agent's change (setup runs again before the check).
+                self._after_setup = self.sb.changed_files()
+            if self.config.rename and self.task.function:
+                self._apply_rename()
+        except SandboxError as e:
+            self._fail(f"sandbox failed while preparing the episode: {e}")
+        except tasks.TaskError as e:
+            self._fail(f"task setup failed: {e}")
 
     def _apply_rename(self) -> None:
         orig = self.task.function
@@ -288,6 +302,7 @@ class ToolEnv:
         except ValidationError as e:
             return self._malformed(f"{name} (bad arguments)", _argument_error(name, e, tool))
         action = self._describe(name, args)
+        refused_before = self.info.refused_edits
         try:
             obs = tool.handler(self, args)
         except ToolError as e:
@@ -302,32 +317,31 @@ class ToolEnv:
             log.exception("tool %s raised", name)
             self.info.actions.append(f"{action} (tool crashed)")
             return f"Error: tool `{name}` failed: {type(e).__name__}: {e}"
-        self.info.actions.append(action + ("" if name != "edit" or not self._refused_last else " (refused)"))
+        refused = self.info.refused_edits > refused_before
+        self.info.actions.append(action + (" (refused)" if refused else ""))
         self._count(name, applied=True)
         if tool.ends_episode:
             self.info.submitted = True
             self._end("submitted")
         return obs
 
-    _refused_last = False
-
     def _count(self, name: str, applied: bool) -> None:
         # Only calls that returned something count as reads/tests: a failed read shows nothing.
-        if not applied:
-            pass
-        elif name == "read":
+        if applied and name == "read":
             self.info.reads += 1
-        elif name == "test":
+        elif applied and name == "test":
             self.info.tests += 1
-        self._refused_last = False
 
     @staticmethod
     def _describe(name: str, args: Any) -> str:
+        """One short line for info.actions: the tool and its key argument."""
         path = getattr(args, "path", None)
-        if name == "read" and (args.start or args.end):
-            return f"read {path}:{args.start or 1}-{args.end or ''}"
-        if name == "search":
-            return f"search {args.pattern[:40]!r}"
+        start, end = getattr(args, "start", None), getattr(args, "end", None)
+        if isinstance(path, str) and (start or end):
+            return f"{name} {path}:{start or 1}-{end or ''}"
+        pattern = getattr(args, "pattern", None)
+        if isinstance(pattern, str):
+            return f"{name} {pattern[:40]!r}"
         return f"{name} {path}" if isinstance(path, str) else name
 
     # ------------------------------------------------------------------ hooks used by tools
@@ -341,7 +355,6 @@ class ToolEnv:
 
     def _note_refused_edit(self, path: str) -> None:
         self.info.refused_edits += 1
-        self._refused_last = True
 
     def _note_test(self, passed: bool) -> None:
         self._last_test = passed
@@ -447,11 +460,17 @@ class ToolEnv:
         allowed: str | None = None
         for path, text in sorted(agent_changes.items()):
             why = None
+            if path in self._after_setup and self._after_setup[path] == text:
+                continue
             if not chg.safe_relpath(path):
                 self.info.dropped_files[path] = "a path outside the repository"
                 continue
             target = buggy_root / path
-            exists = target.is_file() and not target.is_symlink()
+            if target.is_symlink() or not target.resolve().is_relative_to(buggy_root.resolve()):
+                # writing through a link of the repository could land anywhere
+                self.info.dropped_files[path] = "a symlink (or a path through one) in the repository"
+                continue
+            exists = target.is_file()
             old = target.read_text(encoding="utf-8", errors="replace") if exists else ""
             if text is not None:
                 text = self.to_original(text)
@@ -490,7 +509,7 @@ class ToolEnv:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_text(text, encoding="utf-8")
             with self._open_check_sandbox(ws) as csb:
-                if self.task.setup and hasattr(tasks, "run_setup") and not getattr(tasks, "CHECK_RUNS_SETUP", False):
+                if self.task.setup:  # run_check expects the state to judge ready, setup included
                     tasks.run_setup(self.task, csb)
                 return tasks.run_check(self.task, csb, info.answer)
 
@@ -551,6 +570,4 @@ def episode_env(task: Task, config: EnvConfig | None = None, suite: Any = None, 
     with tempfile.TemporaryDirectory(prefix="fixrl-ws-") as tmp:
         ws = tasks.materialize(task, Path(tmp) / "repo", "buggy")
         with open_sandbox(ws, backend=backend, image=task.image, **sandbox_kwargs) as sb:
-            if task.setup and hasattr(tasks, "run_setup"):
-                tasks.run_setup(task, sb)
             yield ToolEnv(task, sb, config, suite=suite, check_sandbox=check_sandbox, seed=seed)

@@ -6,6 +6,7 @@ Used by the env (`first_edit_right`) and the scripted policies (the oracle's edi
 from __future__ import annotations
 
 import ast
+import hashlib
 import difflib
 import tempfile
 import threading
@@ -30,7 +31,7 @@ class Reference:
         return "\n".join(added_text(self.buggy.get(p, ""), t or "") for p, t in self.fixed.items())
 
 
-_CACHE: dict[tuple[str, str], Reference | None] = {}
+_CACHE: dict[tuple[str, str, str], Reference | None] = {}
 _LOCK = threading.Lock()
 
 
@@ -46,7 +47,8 @@ def reference(task: Task) -> Reference | None:
     """The reference fix of `task` as files; None for tasks without a fix. Cached per task."""
     if not task.fix:
         return None
-    key = (str(task.suite_dir or task.source_file or ""), task.id)
+    key = (str(task.suite_dir or task.source_file or ""), task.id,
+           hashlib.sha256(repr((task.repo, task.bug, sorted(task.bug_files.items()), task.fix)).encode()).hexdigest())
     with _LOCK:
         if key in _CACHE:
             return _CACHE[key]

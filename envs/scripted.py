@@ -182,9 +182,10 @@ class RandomPlan:
         path = main if rng.random() < 0.6 else rng.choice(files)
         if name == "read":
             args: dict = {"path": path}
-            if rng.random() < 0.3:
-                start = rng.randint(1, 40)
-                args.update(start=start, end=start + rng.randint(5, 40))
+            n = self._length(path)
+            if n > 1 and rng.random() < 0.3:
+                start = rng.randint(1, n)
+                args.update(start=start, end=min(n, start + rng.randint(5, 40)))
             return ToolCall("read", args)
         if name == "edit":
             call = self._edit(path)
@@ -197,6 +198,12 @@ class RandomPlan:
         if name == "test":
             return ToolCall("test", {})
         return ToolCall(name, {})
+
+    def _length(self, path: str) -> int:
+        try:
+            return len(self.env.sb.read_file(path).splitlines())
+        except Exception:
+            return 0
 
     def _answer(self) -> str | None:
         if self.task.kind != "question":

@@ -121,14 +121,15 @@ def get_tools(names: list[str]) -> list[Tool]:
 def resolve_path(env: "ToolEnv", path: str, *, kind: str = "file") -> str:
     """Resolve `path` (relative to the workspace, or absolute under it) inside the sandbox and
     return it relative to the workspace. Refuses anything that resolves outside, following
-    symlinks. `kind`: "file" (must be a regular file), "dir", "any" (file or dir), "new" (may not exist)."""
+    symlinks. `kind`: "file" (must be a regular file), "dir", "any" (file or dir), "new" (may not exist).
+    Costs one exec in the sandbox."""
     from sandbox.base import WORKDIR
 
     p = path.strip()
     if not p:
         raise ToolError("`path` is empty; give a file path relative to the repository root")
-    if "\x00" in p:
-        raise ToolError("`path` contains a NUL byte")
+    if any(c in p for c in "\x00\n\r"):
+        raise ToolError("`path` contains a NUL byte or a line break")
     if p.startswith("/"):
         if p == WORKDIR or p.startswith(WORKDIR + "/"):
             p = p[len(WORKDIR):].lstrip("/") or "."
@@ -353,7 +354,7 @@ class ListArgs(ToolArgs):
 
 def _list(env: "ToolEnv", args: ListArgs) -> str:
     rel = resolve_path(env, args.path, kind="dir")
-    q = shlex.quote(rel)
+    q = shlex.quote(rel if rel == "." else "./" + rel)  # never an option, whatever the name
     res = env.sb.exec(f"find {q} -path '*/.*' -prune -o -path '*/__pycache__' -prune -o -type f "
                       f"-print 2>/dev/null | sed 's|^\\./||' | sort | head -n 501",
                       timeout=env.tool_timeout("list"))

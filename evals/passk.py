@@ -7,7 +7,9 @@ product 1 - prod_{i=n-c+1}^{n} (1 - k/i), which only ever multiplies numbers in 
 
 The intervals resample tasks, not episodes: the question a user asks is "would another draw of
 tasks like these give the same number", and each task's estimate already carries its own
-episode noise into the spread between tasks (the clustered-error view of evals).
+episode noise into the spread between tasks (the clustered-error view of evals). What this does
+not guarantee: with few tasks (under ~20) a percentile bootstrap is too narrow; read it as a
+rough guide there, and prefer more tasks over more episodes per task.
 """
 from __future__ import annotations
 

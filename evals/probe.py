@@ -159,9 +159,6 @@ class ProbeResult:
                   + (f"  errored episodes: {self.errors}" if self.errors else "")
                   + (f"  dropped (all attempts errored): {', '.join(self.dropped)}"
                      if self.dropped else ""),
-                  f"P(mixed group of {s.group_size}) = {s.p_mixed_group:.3f}; expected mixed "
-                  f"groups in {s.tries} tries: {s.expected_mixed:.2f} (need {s.needed}); "
-                  f"P(batch fills) = {s.p_full_batch:.2f}",
                   s.verdict]
         return "\n".join(lines)
 

@@ -46,7 +46,18 @@ PANELS = (
                                                     r"^episodes_sampled$", r"^groups/tried$",
                                                     r"^groups/kept$", r"^groups_tried$",
                                                     r"^groups_kept$"), "count"),
+    # Beyond the issue's list, drawn when present: the loss, the optimiser's health, behaviour.
+    Panel("loss", "Loss", (r"^loss$", r"^loss/(?!clip_frac)"), "loss"),
+    Panel("optim", "KL, clipping and gradient norm", (r"(^|/)approx_kl$", r"(^|/)kl_ref$",
+                                                      r"(^|/)clip_frac$", r"(^|/)grad_norm$"),
+          ""),
+    Panel("behaviour", "Tool calls per episode", (r"^(rollout/|behaviour/)?reads$",
+                                                  r"^(rollout/|behaviour/)?tests$",
+                                                  r"^(rollout/|behaviour/)?edits$",
+                                                  r"^(rollout/|behaviour/)?turns$"), "per episode"),
 )
+
+METRICS_FILES = ("metrics.jsonl", "sft_metrics.jsonl")
 
 EPISODE_KEYS = ("episodes", "rollout/episodes", "episodes_sampled")
 
@@ -132,7 +143,7 @@ def plot_training(run_dir: Path, out_dir: Path) -> list[tuple[Panel, list[str], 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    m = load_metrics(run_dir / "metrics.jsonl")
+    m = load_metrics(metrics_file(run_dir))
     keys = _all_keys(m.rows)
     out_dir.mkdir(parents=True, exist_ok=True)
     made = []
@@ -168,15 +179,16 @@ def plot_training(run_dir: Path, out_dir: Path) -> list[tuple[Panel, list[str], 
 
 def training_summary(run_dir: Path, made: list[tuple[Panel, list[str], Path]],
                      out_dir: Path) -> str:
-    m = load_metrics(run_dir / "metrics.jsonl")
-    lines = [f"# Training report: `{run_dir}`", ""]
+    mf = metrics_file(run_dir)
+    m = load_metrics(mf)
+    lines = [f"# Training report: `{run_dir}`", "", f"- metrics: `{mf.name}`"]
     lines.append(f"- steps logged: {len(m.rows)}"
                  + (f" (last step {m.steps[-1]:g})" if m.steps else ""))
     if m.cum_episodes:
         lines.append(f"- episodes sampled: {m.cum_episodes[-1]:g} (key `{m.episode_key}`)")
     if m.skipped_lines:
-        lines.append(f"- {m.skipped_lines} unparseable line(s) in metrics.jsonl skipped")
-    missing = [p.title for p in PANELS if p not in [x[0] for x in made]]
+        lines.append(f"- {m.skipped_lines} unparseable line(s) in {mf.name} skipped")
+    missing = [p.title for p in PANELS[:6] if p not in [x[0] for x in made]]
     if missing:
         lines.append(f"- not in the metrics (no plot): {', '.join(missing)}")
     lines += ["", "| metric | first | last | min | max | points |", "|---|---|---|---|---|---|"]
@@ -237,20 +249,27 @@ def plot_eval(results: dict[str, Any], out_dir: Path) -> Path:
     return path
 
 
+def metrics_file(run_dir: Path) -> Path:
+    for name in METRICS_FILES:
+        if (run_dir / name).is_file():
+            return run_dir / name
+    return run_dir / METRICS_FILES[0]
+
+
 def report(path: Path, out: Path | None = None) -> Path:
     """Write plots and report.md for a training run dir (metrics.jsonl) or an eval results dir
     (results.json); returns the path of report.md."""
     path = Path(path)
     if not path.exists():
         raise ReportError(f"{path}: no such file or directory")
-    if path.is_file() and path.name in ("metrics.jsonl", "results.json"):
+    if path.is_file() and path.name in (*METRICS_FILES, "results.json"):
         path = path.parent
     out_dir = Path(out) if out is not None else path / "report"
-    if (path / "metrics.jsonl").is_file():
-        m = load_metrics(path / "metrics.jsonl")
+    if metrics_file(path).is_file():
+        mf = metrics_file(path)
+        m = load_metrics(mf)
         if not m.rows:
-            raise ReportError(f"{path / 'metrics.jsonl'}: no metrics lines yet (is the run "
-                              f"still starting?)")
+            raise ReportError(f"{mf}: no metrics lines yet (is the run still starting?)")
         made = plot_training(path, out_dir)
         text = training_summary(path, made, out_dir)
     elif (path / "results.json").is_file():
@@ -261,8 +280,8 @@ def report(path: Path, out: Path | None = None) -> Path:
         text = (result.to_markdown() + "\n\n## Per task\n\n"
                 + f"![pass per task]({png.relative_to(out_dir)})\n")
     else:
-        raise ReportError(f"{path}: neither a training run (metrics.jsonl) nor eval results "
-                          f"(results.json) found there")
+        raise ReportError(f"{path}: neither a training run (metrics.jsonl or sft_metrics.jsonl) "
+                          f"nor eval results (results.json) found there")
     out_dir.mkdir(parents=True, exist_ok=True)
     md = out_dir / "report.md"
     md.write_text(text + "\n")

@@ -142,7 +142,7 @@ class EvalResult:
         o = self.overall
         lines = [f"# Eval: {name} on {self.suite} / {self.split}", "",
                  f"{o.get('tasks', len(self.tasks))} tasks, n={self.n} episodes each, seed "
-                 f"{self.seed}, temperature {self.temperature if not self.greedy else 'greedy'}, "
+                 f"{self.seed}, {self._sampling()}, "
                  f"backend {self.backend}; {o.get('errors', 0)} errored episode(s) left out.", "",
                  "| metric | mean | 95% interval | tasks |", "|---|---|---|---|"]
         for k in self.ks:
@@ -170,6 +170,13 @@ class EvalResult:
             lines.append(f"| {t.task_id} | {t.family or '-'} | {t.passes}/{t.scored} | "
                          f"{t.errors} | {vals} |")
         return "\n".join(lines) + "\n"
+
+    def _sampling(self) -> str:
+        if self.greedy:
+            return "greedy decoding"
+        if self.temperature is None:
+            return "scripted policy"
+        return f"temperature {self.temperature:g}"
 
     def save(self, out: Path | str) -> Path:
         out = Path(out)
@@ -382,7 +389,7 @@ def evaluate(policy: Any, suite: Any, split: str = "heldout", n: int = 8,
 
     policy: a harness Policy, or a scripted policy's name ("oracle" | "blind" | "random").
     suite: a tasks.Suite or a suite directory. ks: every k must be <= n.
-    temperature / greedy: recorded (and used when `policy` is a name to load); a Policy object
+    temperature / greedy: recorded in the results (None: read from the policy); a Policy object
     samples as it was built. out: directory for results.json, results.md and trajectories.
     task_ids: only these tasks of the split (in this order).
     """
@@ -398,7 +405,9 @@ def evaluate(policy: Any, suite: Any, split: str = "heldout", n: int = 8,
         desc = dict(policy_info or {"name": type(policy).__name__, "kind": "object"})
     if temperature is None:
         temperature = getattr(policy, "temperature", None)
+    greedy = bool(greedy or getattr(policy, "greedy", False))
     desc.setdefault("temperature", temperature)
+    desc.setdefault("greedy", greedy)
     env_config = env_config if env_config is not None else EnvConfig()
     total = n * len(chosen)
     size = pool_size or max(1, min(total, 8))
@@ -499,6 +508,9 @@ def compare(a: EvalResult, b: EvalResult, *, ks: Sequence[int] | None = None,
     if not seed_paired:
         notes.append("episode seeds differ between the runs: paired by task only (rerun with the "
                      "same --seed for a tighter comparison)")
+    if a.n != b.n:
+        notes.append(f"the runs used different n ({a.n} vs {b.n}); pass@k stays unbiased, the "
+                     f"noise differs")
     if a.suite != b.suite or a.split != b.split:
         notes.append(f"suite/split differ by name: {a.suite}/{a.split} vs {b.suite}/{b.split}")
     common = sorted(set(a.ks) & set(b.ks)) if ks is None else sorted(set(int(k) for k in ks))

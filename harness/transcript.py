@@ -71,26 +71,36 @@ def print_transcript(traj: Trajectory, console: Any = None, max_lines: int = 30,
 
 
 def summary_table(trajs: list[Trajectory], title: str = "rollouts") -> Any:
-    """Per task: episodes, passes, errors, mean turns and policy tokens."""
+    """Per task: episodes, passes, errors, mean turns and policy tokens, how episodes ended;
+    and a total row."""
     from rich.table import Table
 
     table = Table(title=title)
-    for col in ("task", "episodes", "pass", "fail", "error", "turns", "policy tokens", "ended"):
-        table.add_column(col, justify="left" if col in ("task", "ended") else "right")
+    table.add_column("task", no_wrap=True, overflow="ellipsis", max_width=40)
+    for col in ("n", "pass", "error", "turns", "tokens"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("ended", overflow="fold")
     by_task: dict[str, list[Trajectory]] = {}
     for t in trajs:
         by_task.setdefault(t.task_id, []).append(t)
-    for task_id, ts in by_task.items():
+
+    def row(name: str, ts: list[Trajectory]) -> list[str]:
         outcomes = [t.info.get("outcome") for t in ts]
         ended: dict[str, int] = {}
         for t in ts:
             k = str(t.info.get("exit_status"))
             ended[k] = ended.get(k, 0) + 1
-        table.add_row(task_id, str(len(ts)), str(outcomes.count("pass")), str(outcomes.count("fail")),
-                      str(outcomes.count("error")),
-                      f"{sum(t.info.get('turns', 0) for t in ts) / len(ts):.1f}",
-                      f"{sum(t.num_policy_tokens for t in ts) / len(ts):.0f}",
-                      ", ".join(f"{k} {v}" for k, v in sorted(ended.items())))
+        ended_text = next(iter(ended)) if len(ended) == 1 else \
+            ", ".join(f"{k} {v}" for k, v in sorted(ended.items()))
+        return [name, str(len(ts)), str(outcomes.count("pass")), str(outcomes.count("error")),
+                f"{sum(t.info.get('turns', 0) for t in ts) / len(ts):.1f}",
+                f"{sum(t.num_policy_tokens for t in ts) / len(ts):.0f}", ended_text]
+
+    for task_id, ts in by_task.items():
+        table.add_row(*row(task_id, ts))
+    if len(by_task) > 1:
+        table.add_section()
+        table.add_row(*row(f"all {len(by_task)} tasks", trajs))
     return table
 
 

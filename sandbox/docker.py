@@ -32,7 +32,6 @@ import logging
 import os
 import socket
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -172,7 +171,10 @@ class DockerSandbox:
     """A sandbox in a hardened container (see module docstring)."""
 
     def __init__(self, workspace: Path, image: str = "fixrl-sandbox:base",
-                 limits: Limits | None = None, *, workspace_mb: int = 512, tmp_mb: int = 512):
+                 limits: Limits | None = None, *, workspace_mb: int | None = None,
+                 tmp_mb: int | None = None):
+        """workspace_mb / tmp_mb: sizes of the two tmpfs mounts (default: a quarter of the
+        memory limit each, at least 64 MB; tmpfs pages count against the memory limit)."""
         self.limits = limits or Limits()
         self.image = image
         self._lock = threading.RLock()
@@ -181,8 +183,9 @@ class DockerSandbox:
         self.short_id = "-"
         self._chan: _Channel | None = None
         pristine = Pristine(read_tree(Path(workspace)))  # SandboxError if missing
-        self._start(workspace_mb, tmp_mb)
+        quarter = max(self.limits.memory_mb // 4, 64)
         try:
+            self._start(workspace_mb or quarter, tmp_mb or quarter)
             self._pristine = pristine
             self._load()
         except BaseException:
@@ -194,7 +197,8 @@ class DockerSandbox:
     def _start(self, workspace_mb: int, tmp_mb: int) -> None:
         import docker
 
-        errors, _ = _docker_errors()
+        errors, req = _docker_errors()
+        failures = (errors.DockerException, req.RequestException)
         c = client()
         try:
             _retry_transient(lambda: c.images.get(self.image), "image lookup")
@@ -203,7 +207,7 @@ class DockerSandbox:
                 f"Docker image {self.image!r} not found: build it with `fixrl sandbox build-image"
                 + ("" if self.image == "fixrl-sandbox:base" else f" --tag {self.image}") + "` "
                 "(or `make image`)") from None
-        except errors.DockerException as e:
+        except failures as e:
             raise SandboxError(f"Docker daemon error looking up {self.image!r}: {e}") from e
         lim = self.limits
         tmpfs_opts = "rw,exec,nosuid,nodev,uid=1000,gid=1000"
@@ -231,7 +235,7 @@ class DockerSandbox:
 
         try:
             self.id = _retry_transient(create, "container create")
-        except errors.DockerException as e:
+        except failures as e:
             raise SandboxError(f"could not create a container from {self.image!r}: {e}") from e
         self.short_id = self.id[:12]
         with _live_lock:
@@ -239,8 +243,10 @@ class DockerSandbox:
         try:
             self._chan = _retry_transient(lambda: _Channel(c.api, self.id), "attach")
             _retry_transient(lambda: c.api.start(self.id), "container start")
-        except errors.DockerException as e:
-            raise SandboxError(f"could not start a container from {self.image!r}: {e}") from e
+        except failures as e:
+            hint = (" (the image must provide python3 for the exec server)"
+                    if "python3" in str(e) else "")
+            raise SandboxError(f"could not start a container from {self.image!r}{hint}: {e}") from e
         self._ping()
 
     def _ping(self) -> None:
@@ -248,8 +254,9 @@ class DockerSandbox:
         try:
             reply = self._chan.call({"op": "ping"}, timeout=30)
         except (errors.DockerException, req.RequestException, OSError, ValueError) as e:
-            raise SandboxError(f"exec server in {self.short_id} did not answer: "
-                               f"{e}{self._death_note()}") from e
+            raise SandboxError(f"exec server in {self.short_id} (image {self.image}) did not "
+                               f"answer: {e}{self._death_note()}; the image must provide python3 "
+                               "for the exec server") from e
         if not reply.get("ok") or reply.get("pid") != 1:
             raise SandboxError(f"unexpected exec server reply: {reply}")
 
@@ -292,6 +299,10 @@ class DockerSandbox:
     # ------------------------------------------------------------------ Sandbox protocol
 
     def exec(self, cmd: str, timeout: float = 60.0) -> ExecResult:
+        cmd = server.clean_text(cmd)
+        bad = server.bad_command(cmd)
+        if bad is not None:
+            return ExecResult(**bad)
         lim = self.limits
         res = self._rpc({"op": "exec", "argv": ["bash", "-c", cmd], "cwd": WORKDIR, "env": ENV,
                          "timeout": timeout, "max_output": lim.max_output_bytes,
@@ -305,7 +316,7 @@ class DockerSandbox:
         return base64.b64decode(reply["data"]).decode("utf-8", "replace")
 
     def write_file(self, path: str, content: str) -> None:
-        data = base64.b64encode(content.encode("utf-8")).decode("ascii")
+        data = base64.b64encode(content.encode("utf-8", "replace")).decode("ascii")
         self._rpc({"op": "write", "path": _abs(path), "data": data}, 60)
 
     def changed_files(self) -> dict[str, str | None]:
@@ -395,13 +406,17 @@ _ERRORS = {"FileNotFoundError": FileNotFoundError, "IsADirectoryError": IsADirec
 def _error_from(reply: dict) -> Exception:
     """The server's failure as the exception the Sandbox protocol promises."""
     name, msg = reply.get("error"), reply.get("message", "")
+    errno = reply.get("errno")
+    os_args = (errno, reply.get("strerror") or msg) + ((reply["filename"],) if reply.get("filename") else ())
     if name in _ERRORS:
-        if reply.get("errno") is not None and issubclass(_ERRORS[name], OSError):
-            return _ERRORS[name](reply["errno"], msg)
+        if errno is not None and issubclass(_ERRORS[name], OSError):
+            return _ERRORS[name](*os_args)
         return _ERRORS[name](msg)
-    if name.endswith("Error") and reply.get("errno") is not None:  # other OSErrors (read-only fs...)
-        return OSError(reply["errno"], msg)
-    return SandboxError(f"exec server error {name}: {msg}")
+    if name.startswith("Unicode") or name in ("TypeError", "KeyError"):
+        return ValueError(f"{name}: {msg}")  # a malformed request: the sandbox is fine
+    if errno is not None:  # other OSErrors (read-only file system, ...)
+        return OSError(*os_args)
+    return OSError(f"{name}: {msg}")
 
 
 def _remove(container_id: str) -> None:
@@ -417,10 +432,11 @@ def _remove(container_id: str) -> None:
         log.warning("could not remove container %s: %s", container_id[:12], e)
 
 
-def cleanup(all_sessions: bool = True) -> int:
-    """Remove fixrl containers: every labelled one, or only this process's session."""
+def cleanup(session: str | None = None) -> int:
+    """Remove fixrl containers: every labelled one, or only those of one session (this
+    process's is `SESSION`). Returns how many."""
     c = client()
-    flt = {"label": [f"{LABEL}=1"] if all_sessions else [f"{LABEL}.session={SESSION}"]}
+    flt = {"label": [f"{LABEL}=1"] + ([f"{LABEL}.session={session}"] if session else [])}
     ids = [x["Id"] for x in c.api.containers(all=True, filters=flt)]
     for cid in ids:
         _remove(cid)

@@ -8,13 +8,17 @@ What it does:
   (`Limits.memory_mb`), processes (`Limits.pids`), file size (`Limits.file_size_mb`).
   Output is read incrementally and capped (first and last halves kept, a visible marker in
   between), so a 100 MB print never sits in memory whole.
-- When bubblewrap (`bwrap`) works on this machine: no network (own network namespace), own
-  pid/ipc/uts namespaces (every process a command leaves behind dies with it), no
-  capabilities, and a read-only view of the host's system directories (/usr, /etc, /lib...)
-  and of the Python installation that runs fixrl; /home, /root, /run, /var and the rest of
-  the host are not visible at all. Only the workspace and the private /tmp are writable.
-- Run as root, commands run under a uid of their own per sandbox (so they cannot read root's
-  files, cannot signal other sandboxes' processes, and the process limit is per sandbox).
+- When bubblewrap (`bwrap`) works here (checked once per process by running Python inside
+  it; otherwise a warning is logged): no network (own network namespace), own pid/ipc/uts
+  namespaces (every process a command leaves behind dies when it returns), no capabilities,
+  and a read-only view of the host's system directories (/usr, /etc, /lib*, /opt) and of the
+  Python installation that runs fixrl; /home, /root, /run, /var, /tmp and the rest of the
+  host are not visible. Only the workspace and the private /tmp are writable.
+- Run as root, commands never run as root: each sandbox gets a uid of its own (drop done by
+  `setpriv` inside bwrap, with an empty capability bounding set and no_new_privs), so they
+  cannot read root's files or signal other sandboxes, and the process limit is per sandbox.
+  Without bwrap, a root host refuses to start rather than run commands as root when the
+  interpreter is not usable by that uid.
 - `python`, `python3` and `pytest` are the interpreter running fixrl (`sys.executable`).
 
 What it does NOT protect against (use the Docker backend when that matters):
@@ -22,11 +26,12 @@ What it does NOT protect against (use the Docker backend when that matters):
 - Memory: RLIMIT_AS bounds each process, not the sandbox; `pids` processes of `memory_mb`
   each can still exhaust the host's memory. There is no CPU share limit either.
 - Disk: files written to the workspace or /tmp are bounded per file, not in total.
-- Without bubblewrap (it is missing or cannot create namespaces here; a warning is logged):
-  no network isolation, the whole host filesystem is readable wherever permissions allow, a
-  non-root user's commands can touch that user's files, commands see the real /tmp (TMPDIR
-  points to the private one) and run in the workspace's host path, not /workspace.
-- Everything world-readable in the host's system directories is readable (e.g. /etc).
+- Everything world-readable in the host's system directories is readable (e.g. /etc/passwd).
+- Without bubblewrap: no network isolation, the whole host filesystem is readable wherever
+  permissions allow, commands see the real /tmp (TMPDIR points to the private one) and run
+  in the workspace's host path, not /workspace; a non-root host user's commands run as that
+  user and can signal and modify that user's other processes and files (`kill -9 -1` kills
+  the host process too).
 """
 from __future__ import annotations
 
@@ -312,6 +317,10 @@ class LocalSandbox:
             self._check_open()
             if os.geteuid() == 0 and self.uid is None:  # never run sandboxed code as root
                 raise SandboxError("refusing to run a sandboxed command as root")
+            cmd = server.clean_text(cmd)
+            bad = server.bad_command(cmd)
+            if bad is not None:
+                return ExecResult(**bad)
             try:
                 res = server.run_command(
                     self._argv(cmd, timeout), cwd=self.ws, env=self._env(), timeout=timeout,
@@ -377,7 +386,7 @@ class LocalSandbox:
             with os.fdopen(fd, "wb") as f:
                 if self._owner:
                     os.fchown(f.fileno(), *self._owner)
-                f.write(content.encode("utf-8"))
+                f.write(content.encode("utf-8", "replace"))
 
     def changed_files(self) -> dict[str, str | None]:
         with self._lock:

@@ -27,7 +27,6 @@ import signal
 import stat
 import struct
 import subprocess
-import sys
 import time
 
 HEADER = struct.Struct(">I")
@@ -237,6 +236,25 @@ def run_command(argv: list[str], *, cwd: str, env: dict[str, str], timeout: floa
         "seconds": time.monotonic() - start,
         "truncated": out.dropped > 0,
     }
+
+
+def bad_command(cmd: str) -> dict | None:
+    """The result for a command that cannot be run at all (model output is bad input: a NUL
+    byte, an argument list the kernel refuses), or None when it can be tried."""
+    why = None
+    if "\x00" in cmd:
+        why = "the command contains a NUL byte"
+    elif len(cmd.encode("utf-8", "replace")) > 100_000:
+        why = "the command is longer than 100000 bytes; write a script file and run that"
+    if why is None:
+        return None
+    return {"exit_code": 126, "output": f"sandbox: cannot run: {why}\n", "timed_out": False,
+            "seconds": 0.0, "truncated": False}
+
+
+def clean_text(text: str) -> str:
+    """Text that encodes as UTF-8 (lone surrogates, e.g. from JSON escapes, become "?")."""
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _limit_child(pid: int, cpu_seconds: int | None, oom_first: bool) -> None:
@@ -532,7 +550,8 @@ def serve(fd_in: int = 0, fd_out: int = 1) -> None:
             reply = {"ok": True, **handle(json.loads(body))}
         except Exception as e:  # a failed request is a reply, never the end of the server
             reply = {"ok": False, "error": type(e).__name__, "message": str(e),
-                     "errno": getattr(e, "errno", None)}
+                     "errno": getattr(e, "errno", None), "strerror": getattr(e, "strerror", None),
+                     "filename": getattr(e, "filename", None)}
         out = json.dumps(reply).encode("utf-8")
         _write_all(fd_out, HEADER.pack(len(out)) + out)
         if _IS_INIT:

@@ -40,6 +40,7 @@ import shlex
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -211,11 +212,13 @@ _hmac_new = hmac.new
 _sha256 = hashlib.sha256
 _WATCH_ROOTS = ("_pytest", "pytest", "pluggy", "unittest", "iniconfig")
 _WATCH_EXACT = ("builtins", "math", "operator")
+_PYTEST_ROOTS = ("_pytest", "pytest", "pluggy")
 _Skipped = _pytest.outcomes.Skipped
 _XFailed = _pytest.outcomes.XFailed
 _Function = _pytest.python.Function
 _FUNCTION_RUNTEST = _Function.__dict__["runtest"]
-_isinstance, _type, _id, _getattr, _hasattr = isinstance, type, id, getattr, hasattr
+_isinstance, _issubclass, _type, _id, _getattr, _hasattr = isinstance, issubclass, type, id, getattr, hasattr
+_is, _getitem = operator.is_, operator.getitem
 _SKIP_ATTRS = {"__dict__", "__weakref__", "__doc__", "__annotations__", "__parameters__",
                "__abstractmethods__", "_abc_impl"}
 
@@ -228,38 +231,59 @@ def _watched():
             yield name, mod
 
 
+def _is_code(val):
+    return callable(val) or _isinstance(val, (property, classmethod, staticmethod))
+
+
 def _snapshot():
-    mods, classes = {}, {}
+    """Per namespace (a module's dict, a class's live __dict__ proxy): the names and objects of
+    its functions, classes and descriptors, compared by identity later with C-level loops."""
+    groups, seen = [], set()
     for name, mod in _watched():
-        attrs = {}
-        for attr, val in list(vars(mod).items()):
-            if callable(val) or _isinstance(val, _type):
-                attrs[attr] = val
-            if _isinstance(val, _type) and _getattr(val, "__module__", None) == name and _id(val) not in classes:
-                classes[_id(val)] = (val, dict(val.__dict__))
-        mods[name] = (mod, attrs)
-    return mods, classes
+        side = name.split(".")[0] in _PYTEST_ROOTS
+        ns = vars(mod)
+        keys = tuple(k for k, v in list(ns.items()) if callable(v) or _isinstance(v, _type))
+        groups.append((ns, keys, tuple(map(ns.get, keys)), name, side, None))
+        for val in list(ns.values()):
+            if _isinstance(val, _type) and _getattr(val, "__module__", None) == name and _id(val) not in seen:
+                seen.add(_id(val))
+                proxy = val.__dict__
+                keys = tuple(k for k, v in list(proxy.items()) if k not in _SKIP_ATTRS and _is_code(v))
+                groups.append((proxy, keys, tuple(map(proxy.get, keys)), name + "." + val.__qualname__, side,
+                               frozenset(proxy.keys())))
+    return groups
 
 
-def _diff(snap):
-    mods, classes = snap
+def _fast(groups, pytest_only):
+    """Flat tuples for a C-speed identity check of every watched name at once."""
+    chosen = [g for g in groups if g[4] or not pytest_only]
+    nss = tuple(g[0] for g in chosen for _ in g[1])
+    keys = tuple(k for g in chosen for k in g[1])
+    vals = tuple(v for g in chosen for v in g[2])
+    proxies = tuple(g[0] for g in chosen if g[5] is not None)
+    return nss, keys, vals, proxies, [len(g[5]) for g in chosen if g[5] is not None]
+
+
+def _diff(snap, pytest_only):
+    # pytest_only: the per-test check looks at pytest's and pluggy's own code only, because
+    # tests legitimately monkeypatch builtins (input, open) in fixtures of any scope.
+    groups, fast = snap
+    nss, keys, vals, proxies, lens = fast[pytest_only]
+    try:
+        if all(map(_is, map(_getitem, nss, keys), vals)) and list(map(len, proxies)) == lens:
+            return []
+    except KeyError:
+        pass
     bad = []
-    for name, (mod, attrs) in mods.items():
-        now = vars(mod)
-        for attr, val in attrs.items():
-            if now.get(attr, None) is not val:
-                bad.append(name + "." + attr)
-    for cls, saved in classes.values():
-        now = cls.__dict__
-        for attr, val in saved.items():
-            if attr in _SKIP_ATTRS:
-                continue
-            if (callable(val) or _isinstance(val, (property, classmethod, staticmethod))) and now.get(attr) is not val:
-                bad.append(cls.__module__ + "." + cls.__qualname__ + "." + attr)
-        for attr in now.keys() - saved.keys():
-            val = now[attr]
-            if callable(val) or _isinstance(val, (property, classmethod, staticmethod)) or _hasattr(val, "__get__"):
-                bad.append(cls.__module__ + "." + cls.__qualname__ + "." + attr + " (added)")
+    for ns, keys, vals, label, side, keyset in groups:
+        if pytest_only and not side:
+            continue
+        now = tuple(map(ns.get, keys))
+        if not all(map(_is, now, vals)):
+            bad += [label + "." + k for k, a, b in zip(keys, now, vals) if a is not b]
+        if keyset is not None and len(ns) != len(keyset):
+            bad += [label + "." + k + " (added)" for k in ns.keys() - keyset
+                    if _is_code(ns[k]) or _hasattr(ns[k], "__get__")]
     return bad
 
 
@@ -285,10 +309,11 @@ class _Plugin:
         # Between pytest's own early class patches (legacypath, tryfirst) and the first
         # conftest import (trylast): the last moment before repository code can run.
         if not _SNAP:
-            _SNAP.append(_snapshot())
+            groups = _snapshot()
+            _SNAP.append((groups, {False: _fast(groups, False), True: _fast(groups, True)}))
 
-    def _check(self, where):
-        bad = _diff(_SNAP[0]) if _SNAP else ["no snapshot of pytest was taken"]
+    def _check(self, where, pytest_only=False):
+        bad = _diff(_SNAP[0], pytest_only) if _SNAP else ["no snapshot of pytest was taken"]
         for b in bad:
             entry = b + " (" + where + ")"
             if entry not in self.tamper and len(self.tamper) < 50:
@@ -330,9 +355,9 @@ class _Plugin:
         exc = call.excinfo
         if exc is None:
             kind = None
-        elif issubclass(exc.type, _Skipped):
+        elif _issubclass(exc.type, _Skipped):
             kind = "skipped"
-        elif issubclass(exc.type, _XFailed):
+        elif _issubclass(exc.type, _XFailed):
             kind = "xfailed"
         else:
             kind = "failed"
@@ -345,8 +370,8 @@ class _Plugin:
         # Plain Python test functions run through pytest_pyfunc_call, so their body must have
         # been seen to return; unittest and doctest items have their own runtest.
         rec["needs_body"] = _isinstance(item, _Function) and _getattr(_type(item), "runtest", None) is _FUNCTION_RUNTEST
-        if call.when == "call":
-            self._check("during " + item.nodeid)
+        if call.when == "teardown":  # after the test's fixtures have undone their patches
+            self._check("after " + item.nodeid, pytest_only=True)
 
     def verdict(self, rec):
         setup, call, teardown = rec.get("setup"), rec.get("call"), rec.get("teardown")
@@ -426,11 +451,19 @@ def _answer_text(answer: str | None) -> str:
 def _write_check_files(task: "Task", sb: "Sandbox") -> None:
     if not task.check.files:
         return
-    # Whatever sits at those paths (a file the agent made, a symlink, a directory) goes first.
-    quoted = " ".join(shlex.quote(p) for p in task.check.files)
-    sb.exec(f"rm -rf -- {quoted}", timeout=30)
+    from tasks.loader import field_text
+
+    # Whatever sits at those paths (a file the agent made, a symlink, a directory) goes first,
+    # and so does a symlink or a file standing where one of their parent directories should be.
+    parents = sorted({str(PurePosixPath(*PurePosixPath(d).parts[:i]))
+                      for d in task.check.files for i in range(1, len(PurePosixPath(d).parts))},
+                     key=lambda p: p.count("/"))
+    script = [f"if [ -L {shlex.quote(p)} ] || {{ [ -e {shlex.quote(p)} ] && [ ! -d {shlex.quote(p)} ]; }}; "
+              f"then rm -rf -- {shlex.quote(p)}; fi" for p in parents]
+    script.append("rm -rf -- " + " ".join(shlex.quote(p) for p in task.check.files))
+    sb.exec("; ".join(script), timeout=30)
     for dest, content in task.check.files.items():
-        sb.write_file(dest, content)
+        sb.write_file(dest, field_text(task, content))
 
 
 def run_check(task: "Task", sb: "Sandbox", answer: str | None = None) -> CheckResult:
@@ -457,8 +490,12 @@ def _run_check(task: "Task", sb: "Sandbox", answer: str | None) -> CheckResult:
     if answer is not None or task.kind == "question":
         text = _answer_text(answer)
         sb.write_file(ANSWER_FILE, text)
-        env_prefix = f"{ANSWER_ENV}={shlex.quote(text)} "
-    _write_check_files(task, sb)
+        env_prefix = f"export {ANSWER_ENV}={shlex.quote(text)}; "  # reaches every command of a compound one
+    try:
+        _write_check_files(task, sb)
+    except (OSError, ValueError) as e:  # e.g. a path the workspace made unwritable
+        return CheckResult("fail", tests={t: "missing" for t in check.tests},
+                           reason=f"could not write the check files: {e}")
 
     parsed = parse_pytest_command(check.command)
     if parsed is None:
@@ -536,7 +573,7 @@ def _verdict(task: "Task", sb: "Sandbox", res, key: bytes, report_path: str, jun
         tests.setdefault(t, "missing")
 
     if report.get("tamper"):
-        return fail(f"pytest internals were modified during the run: {', '.join(report['tamper'][:3])}", tests)
+        return fail(f"the test machinery (pytest, unittest or builtins) was modified during the run: {', '.join(report['tamper'][:3])}", tests)
     required = named or list(tests)
     if not required:
         return fail("no tests ran (zero collected)", tests)

@@ -367,7 +367,7 @@ _Dumper.add_representer(str, _str_presenter)
 
 
 def dump_yaml(data) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000)
 
 
 def _task_id(file: str, name: str, op: str, taken: set[str]) -> str:
@@ -433,7 +433,7 @@ def generate(repo: Path, test_cmd: str, out: Path, max_tasks: int | None = None,
             stable = sorted(base)
             report.tests = len(stable)
             report.baseline_seconds = round(max(r.seconds for r in runs), 3)  # type: ignore[union-attr]
-            timeout = min(600.0, 10.0 + 5 * report.baseline_seconds)
+            timeout = min(600.0, 5.0 + 3 * report.baseline_seconds)
 
             # 2. candidates
             files = python_files(work)
@@ -473,7 +473,7 @@ def generate(repo: Path, test_cmd: str, out: Path, max_tasks: int | None = None,
             order = round_robin(cands, rng)
 
             # 3. run the tests on each candidate, in parallel, until enough are kept
-            target = None if max_tasks is None else 2 * max_tasks + 10
+            target = None if max_tasks is None else (3 * max_tasks) // 2 + 5
             sources = {f: (work / f).read_text(encoding="utf-8") for f in per_file}
 
             def evaluate(c: Candidate) -> Candidate:
@@ -525,8 +525,9 @@ def generate(repo: Path, test_cmd: str, out: Path, max_tasks: int | None = None,
         fns = sorted({f"{c.file}::{c.qualname}" for c, _ in chosen})
         weights = Counter(f"{c.file}::{c.qualname}" for c, _ in chosen)
         held = split_by_function(fns, weights, heldout_frac, rng)
+        check_timeout = float(max(30, round(10 * report.baseline_seconds)))
         written = _write_tasks(chosen, held, out, work, sources, test_cmd, pass_to_pass, max_fail_to_pass,
-                               stable, rng, seed)
+                               stable, rng, seed, check_timeout)
         for c, _ in chosen:
             report.per_op[c.mutant.op].selected += 1
         report.selected = len(chosen)
@@ -662,7 +663,8 @@ def _prepare_out(out: Path, repo: Path, work: Path, names: Counter, test_cmd: st
 
 
 def _write_tasks(chosen, held: set[str], out: Path, work: Path, sources: dict[str, str], test_cmd: str,
-                 n_p2p: int, max_f2p: int, stable: list[str], rng: random.Random, seed: int):
+                 n_p2p: int, max_f2p: int, stable: list[str], rng: random.Random, seed: int,
+                 check_timeout: float):
     taken: set[str] = set()
     written = []
     check_root = out / "checks" / "generated"
@@ -702,7 +704,8 @@ def _write_tasks(chosen, held: set[str], out: Path, work: Path, sources: dict[st
             "issue": issue,
             "bug": f"checks/generated/{tid}/bug.patch",
             "fix": f"checks/generated/{tid}/fix.patch",
-            "check": {"command": check_command(test_cmd, tests), "tests": tests, "files": files},
+            "check": {"command": check_command(test_cmd, tests), "tests": tests, "files": files,
+                      "timeout": check_timeout},
             "metadata": {"generator": {
                 "op": c.mutant.op, "qualname": c.qualname, "lineno": c.mutant.lineno,
                 "description": c.mutant.description, "seed": seed,
@@ -719,9 +722,11 @@ def _remove_task(out: Path, tid: str) -> None:
 
 
 def _validate(out: Path, ids: list[str], backend: str, workers: int, repeats: int) -> dict[str, tuple[bool, str]]:
-    """task id -> (valid, why not), through the tasks engineer's validator."""
+    """task id -> (valid, why not), by `tasks.validate` (check fails on the bug, passes with the
+    fix, the same verdict on every repeat, the public tests run)."""
     from tasks.loader import load_suite_config, load_task
-    from tasks.validate import validate_tasks
+    from tasks.schema import Suite
+    from tasks.validate import validate_suite
 
     config = load_suite_config(out)
     loaded = []
@@ -731,8 +736,9 @@ def _validate(out: Path, ids: list[str], backend: str, workers: int, repeats: in
             loaded.append(load_task(out / "tasks" / "generated" / f"{tid}.yaml", config.defaults, out))
         except ValueError as e:
             verdicts[tid] = (False, f"does not load: {e}")
-    for tid, ok, why in validate_tasks(loaded, backend=backend, workers=workers, repeats=repeats):
-        verdicts[tid] = (ok, why)
+    suite = Suite(dir=out, name=config.name or out.name, tasks=loaded)
+    for res in validate_suite(suite, backend=backend, jobs=workers, repeats=repeats):
+        verdicts[res.task_id] = (res.ok, "; ".join(res.reasons))
     return verdicts
 
 

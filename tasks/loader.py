@@ -147,6 +147,18 @@ def resolve_text(value: str, suite_dir: Path, file_dir: Path | None, what: str) 
                      "inline text must contain a newline")
 
 
+def field_text(task: Task, value: str) -> str:
+    """A text-or-path field's text at run time. The loader has already resolved paths of
+    tasks read from files; tasks built in Python may still hold a path (relative to
+    `task.suite_dir`), or one-line inline text, which is taken as it is."""
+    if "\n" in value:
+        return value
+    try:
+        return resolve_text(value, task.suite_dir or Path.cwd(), None, "file")
+    except ValueError:
+        return value
+
+
 def repo_path(task: Task) -> Path:
     """The task's repository directory (a plain dir, or the git repository of a GitRepo)."""
     raw = task.repo.git if isinstance(task.repo, GitRepo) else task.repo

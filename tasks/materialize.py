@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
-from tasks.loader import TaskError, repo_path, resolve_text
+from tasks.loader import TaskError, field_text, repo_path
 from tasks.schema import GitRepo, Task
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def is_test_path(path: str) -> bool:
     name = parts[-1]
     if any(part in _TEST_DIRS or part in _SHADOW_DIRS for part in parts[:-1]):
         return True
-    if name in _TEST_FILES or name in _SHADOW_DIRS:
+    if name in _TEST_FILES or name in _SHADOW_DIRS or name in _TEST_DIRS:
         return True
     if name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")):
         return True
@@ -137,35 +137,28 @@ def apply_patch(root: Path, patch: str, what: str = "patch") -> None:
         patch += "\n"
     # -p1 (a/ b/ prefixes) or -p0; --unidiff-zero as a fallback for hand-written hunks with
     # less context after the change than before it, which git otherwise pins to the file's end.
+    # `git apply` is all or nothing, so a failed attempt leaves the tree as it was.
+    heads = [ln[4:].split("\t")[0].strip() for ln in patch.splitlines() if ln.startswith(("--- ", "+++ "))]
+    prefixed = all(h.startswith(("a/", "b/")) for h in heads if h != "/dev/null")
+    order = ("-p1", "-p0") if prefixed else ("-p0", "-p1")  # `--- src/x.py` must not lose `src/`
     first = None
-    for extra in (["-p1"], ["-p1", "--unidiff-zero"], ["-p0"], ["-p0", "--unidiff-zero"]):
-        probe = _git_apply(root, patch, ["--check", *extra])
-        first = first or probe
-        if probe.returncode == 0:
-            done = _git_apply(root, patch, extra)
-            if done.returncode == 0:
-                return
-            first = done
-            break
+    for extra in ([order[0]], [order[0], "--unidiff-zero"], [order[1]], [order[1], "--unidiff-zero"]):
+        done = _git_apply(root, patch, extra)
+        if done.returncode == 0:
+            return
+        first = first or done
     err = "; ".join(ln.strip() for ln in first.stderr.decode(errors="replace").splitlines() if ln.strip())
     raise ValueError(f"the {what} does not apply: {err or 'git apply failed'}")
 
 
-def write_files(root: Path, files: dict[str, str], base: Path | None) -> None:
+def write_files(root: Path, files: dict[str, str], task: Task) -> None:
     for rel, value in files.items():
-        text = resolve_text(value, base or Path.cwd(), None, "file")
+        text = field_text(task, value)
         target = root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.is_symlink() or target.is_file():
             target.unlink()
         target.write_text(text, encoding="utf-8")
-
-
-def _patch_text(task: Task, value: str, field: str) -> str:
-    try:
-        return resolve_text(value, task.suite_dir or Path.cwd(), None, "patch")
-    except ValueError as e:
-        raise TaskError(f"{_where(task)}: field '{field}': {e}") from None
 
 
 def _where(task: Task) -> str:
@@ -186,14 +179,14 @@ def materialize(task: Task, dest: Path, state: State = "buggy") -> Path:
     if state in ("buggy", "fixed"):
         if task.bug is not None:
             try:
-                apply_patch(dest, _patch_text(task, task.bug, "bug"), "bug patch to the clean repository")
+                apply_patch(dest, field_text(task, task.bug), "bug patch to the clean repository")
             except ValueError as e:
                 raise TaskError(f"{_where(task)}: field 'bug': {e}") from None
         if task.bug_files:
-            write_files(dest, task.bug_files, task.suite_dir)
+            write_files(dest, task.bug_files, task)
     if state == "fixed" and task.fix is not None:
         try:
-            apply_patch(dest, _patch_text(task, task.fix, "fix"), "fix patch to the buggy repository")
+            apply_patch(dest, field_text(task, task.fix), "fix patch to the buggy repository")
         except ValueError as e:
             raise TaskError(f"{_where(task)}: field 'fix': {e}") from None
     strip_tree(dest)

@@ -517,7 +517,11 @@ def _mutate_at(source: str, function: str, find: Callable[[ast.AST], list], inde
         edited = result(lines)
         if edited is not None and _same(new_tree, "".join(edited)):
             return "".join(edited), orig_node
-        text = _splice_function(source, fn, new_fn, new_tree)
+        # an operator edit whose text no longer means the tree (e.g. `a and b or c` -> `a and b
+        # and c` flattens): rewrite the expression, parenthesised where needed
+        text = _splice_expr(source, orig_node, result.node, new_tree) if hasattr(result, "node") else None
+        if text is None:
+            text = _splice_function(source, fn, new_fn, new_tree)
         return (text, orig_node) if text is not None else None
     if result is not node:
         _replace_child(parent, node, result)
@@ -571,6 +575,7 @@ def _gap_edit(source: str, left: ast.AST, right: ast.AST, old: str, new: str, fa
         gap = re.sub(pattern, new, gap, count=1)
         return _lines(text[:start] + gap + text[end:])
 
+    edit.node = fallback  # type: ignore[attr-defined]
     return edit
 
 
@@ -615,6 +620,7 @@ def _move_bool(node, parent, fn, source):
                 return None
         return lines
 
+    edit.node = node  # type: ignore[attr-defined]
     return edit
 
 

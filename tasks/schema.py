@@ -11,6 +11,20 @@ A suite directory looks like this:
       tasks/**/*.yaml       # task files: one task (a mapping) or several (a list) per file
       checks/<id>/...       # files the tasks refer to by path (hidden tests, patches)
 
+A task file:
+
+    id: add-sign
+    repo: repo                      # or {git: ../upstream, commit: 1a2b3c}
+    issue: add(1, 2) returns -1; I expected 3.
+    bug: checks/add-sign/bug.patch  # clean -> buggy (or inline diff, or bug_files)
+    fix: checks/add-sign/fix.patch  # buggy -> fixed (the reference fix)
+    check:
+      files: {tests/test_hidden.py: checks/add-sign/test_hidden.py}
+      command: python -m pytest -q tests/test_hidden.py
+      tests: [tests/test_hidden.py::test_add, tests/test_hidden.py::test_mul]
+    tags: [family:wrong_arith]
+    split: train
+
 Without a `tasks/` folder the suite root's own `*.yaml` files (not `suite.yaml`) are the task
 files. Fields that hold text (`bug`, `fix`, `bug_files` values, `check.files` values) take
 either the text inline (it then contains a newline) or a path to a file holding it; the

@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from tasks.check import CheckResult, parse_pytest_command, run_check
-from tasks.loader import TaskError, load_suite_lenient
+from tasks.loader import TaskError, field_text, load_suite_lenient
 from tasks.materialize import materialize, run_setup
 from tasks.schema import Suite, Task
 
@@ -131,9 +132,10 @@ def validate_task(task: Task, pool: "SandboxPool", repeats: int = 3) -> Validati
             out.reasons.append(str(e))
             out.seconds = time.monotonic() - start
             return out
-        for dest in task.check.files:
+        out.reasons += _location_problems(task, buggy)
+        for dest, value in task.check.files.items():
             seen = buggy / dest
-            if seen.is_file() and seen.read_text(errors="replace") == task.check.files[dest]:
+            if seen.is_file() and seen.read_text(errors="replace") == field_text(task, value):
                 out.warnings.append(f"check file {dest} is already in the buggy repository: the agent can read it")
         if task.kind == "fix":
             runs = [_Run("buggy state", buggy, None, "fail"), _Run("reference fix", fixed, None, "pass")]
@@ -161,6 +163,21 @@ def validate_task(task: Task, pool: "SandboxPool", repeats: int = 3) -> Validati
     out.ok = not out.reasons
     out.seconds = time.monotonic() - start
     return out
+
+
+def _location_problems(task: Task, buggy: Path) -> list[str]:
+    """`file` must exist and define `function`: per-episode renaming depends on them."""
+    if task.file is None:
+        return ["field 'function': renaming needs `file` too"] if task.function else []
+    path = buggy / task.file
+    if not path.is_file():
+        return [f"field 'file': {task.file} is not in the buggy repository"]
+    if task.function:
+        name = task.function.rsplit(".", 1)[-1]
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if not re.search(rf"^\s*(async\s+)?def\s+{re.escape(name)}\s*\(", text, re.MULTILINE):
+            return [f"field 'function': no function {name!r} is defined in {task.file}"]
+    return []
 
 
 def _wrong_verdict(task: Task, run: _Run, got: CheckResult) -> str:

@@ -16,7 +16,8 @@ Methods, each a forward + backward of sum(log-probs of the reply tokens):
       checkpointed chunks at reply positions only.
 "Logits memory" is the same three ways for the output-head stage alone, given the hidden
 states (a: head + log-softmax over all T positions; c: fixrl's chunked head at the ~600 reply
-positions; "one chunk": fixrl's head on exactly one chunk of positions).
+positions; "one chunk": fixrl's head on one chunk alone, as many positions as the largest
+chunk it computes: the ~600 positions are split into equal chunks of at most --chunk-size).
 
 How memory is measured, and why: torch's CPU allocator keeps no statistics and tracemalloc does
 not see it, so each measurement runs in a fresh subprocess that builds the model, resets the
@@ -69,6 +70,12 @@ def layout(tokens: int, reply: int, turns: int, prompt: int) -> list[tuple[int, 
         spans.append((pos, pos + per_reply))
         pos += per_reply + tool
     return spans
+
+
+def largest_chunk(n: int, chunk_size: int) -> int:
+    """Rows of the largest chunk fixrl's head computes for n reply positions (equal chunks)."""
+    n_chunks = -(-n // chunk_size)
+    return -(-n // n_chunks)
 
 
 # ----------------------------------------------------------------------------- worker side
@@ -144,7 +151,7 @@ def _worker(args) -> dict:
 
     run = {"step_naive": step_naive, "step_fixrl": step_fixrl, "step_per_turn": step_per_turn,
            "head_naive": head_naive, "head_fixrl": head_fixrl,
-           "head_chunk": lambda: head_fixrl(args.chunk_size)}[args.worker]
+           "head_chunk": lambda: head_fixrl(largest_chunk(len(rows), args.chunk_size))}[args.worker]
     # warm-up: thread pools, BLAS and allocator paths, on a short prefix
     reply_log_probs(model, ids[:, :64], torch.cat([torch.zeros(1, 32), torch.ones(1, 32)], 1).long()).sum().backward()
     model.zero_grad(set_to_none=True)
@@ -205,7 +212,7 @@ def run(args) -> int:
         if not args.json:
             print(f"measuring {name} ...", file=sys.stderr, flush=True)
         results[name] = _measure(name, args)
-    chunk_rows = min(args.chunk_size, sum(b - a for a, b in spans))
+    chunk_rows = largest_chunk(sum(b - a for a, b in spans), args.chunk_size)
     r = {
         "model": f"Qwen2.5-0.5B dimensions, random weights, {args.layers} of {REAL_LAYERS} decoder layers, "
                  "LoRA r=16 on all linear layers, float32 on CPU",
@@ -264,7 +271,7 @@ def _print(r: dict) -> None:
              "step_fixrl": "(c) fixrl: one forward, checkpointed, chunked head",
              "head_naive": "logits stage (a): head + log-softmax on all T",
              "head_fixrl": "logits stage (c): fixrl's chunked head",
-             "head_chunk": "logits stage: one chunk alone"}
+             "head_chunk": "logits stage: fixrl's largest chunk alone"}
     for key in ("step_naive", "step_per_turn", "step_fixrl", "head_naive", "head_fixrl", "head_chunk"):
         table.add_row(names[key], f"{res[key]['peak_mib']:.0f}", f"{res[key]['cpu_seconds']:.1f}",
                       f"{res[key]['seconds']:.1f}")

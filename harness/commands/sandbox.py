@@ -14,6 +14,8 @@ def register(sub) -> None:
     b.set_defaults(func=build_image)
 
     c = ssub.add_parser("cleanup", help="remove every container fixrl started (label fixrl=1)")
+    c.add_argument("--session", default=None,
+                   help="only the containers of this session (label fixrl.session=SESSION)")
     c.set_defaults(func=cleanup)
 
 
@@ -38,7 +40,7 @@ def cleanup(args) -> int:
     from sandbox.docker import cleanup as remove_all
 
     try:
-        n = remove_all(all_sessions=True)
+        n = remove_all(session=args.session)
     except SandboxError as e:
         raise UserError(str(e)) from None
     print(f"removed {n} fixrl container(s)")

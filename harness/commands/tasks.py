@@ -62,6 +62,9 @@ def register(sub) -> None:
     g.add_argument("--backend", choices=["local", "docker"], default="local", help="sandbox backend")
     g.add_argument("--heldout-frac", type=_fraction, default=0.25,
                    help="share of functions whose tasks go to the heldout split")
+    g.add_argument("-j", "--workers", type=_positive_int, default=None,
+                   help="sandboxes testing mutants in parallel (default: from the CPU count)")
+    g.add_argument("--json", action="store_true", help="print the yield report as JSON")
     g.set_defaults(func=generate)
 
     i = tsub.add_parser("import-swebench", help="import SWE-bench-style instances (JSON or JSONL)")
@@ -86,7 +89,7 @@ def validate(args) -> int:
     from pathlib import Path
 
     from harness.cli import UserError
-    from tasks.loader import TaskError, load_task, find_suite_dir, load_suite_config
+    from tasks.loader import TaskError, find_suite_dir, load_suite_config, load_tasks
     from tasks.schema import Suite
     from tasks.validate import validate_suite
 
@@ -98,7 +101,7 @@ def validate(args) -> int:
             suite_dir = find_suite_dir(path)
             config = load_suite_config(suite_dir)
             target = Suite(dir=suite_dir, name=config.name or suite_dir.resolve().name,
-                           tasks=[load_task(path, config.defaults, suite_dir)])
+                           tasks=load_tasks(path, config.defaults, suite_dir))
         else:
             target = path
     except TaskError as e:
@@ -133,6 +136,8 @@ def validate(args) -> int:
                                  task_ids=args.task, image=args.image, progress=show)
     except TaskError as e:
         raise UserError(str(e)) from None
+    if not results:
+        raise UserError(f"{path}: no tasks found (task files are *.yaml under {path / 'tasks'})")
     valid = sum(r.ok for r in results)
     flaky = sum(r.flaky for r in results)
     summary = {"tasks": len(results), "valid": valid, "invalid": len(results) - valid, "flaky": flaky,
@@ -143,8 +148,6 @@ def validate(args) -> int:
         colour = "green" if valid == len(results) else "red"
         console.print(f"[{colour}]{valid}/{len(results)} tasks valid[/{colour}]"
                       f" ({summary['invalid']} invalid, {flaky} flaky; {args.repeats} runs per state)")
-    if not results:
-        return 1
     return 0 if valid == len(results) else 1
 
 

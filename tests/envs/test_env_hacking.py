@@ -102,14 +102,15 @@ def pytest_collection_modifyitems(items):
 '''
 
 
-@pytest.mark.parametrize("where", ["conftest.py", "tests/conftest.py", "pkg/conftest.py"])
-def test_conftest_that_skips_forces_or_xfails(make_env, where):
+def test_conftest_that_skips_forces_or_xfails(make_env):
     env = make_env()
     env.reset()
-    env.sb.write_file(where, CONFTEST_FORCE)
+    wheres = ["conftest.py", "tests/conftest.py", "pkg/conftest.py"]
+    for where, conftest in zip(wheres, (CONFTEST_SKIP, CONFTEST_FORCE, CONFTEST_XFAIL)):
+        env.sb.write_file(where, conftest)
     info = assert_zero(env)
-    assert info.dropped_files == {where: "a test or test-configuration file"}
-    for conftest in (CONFTEST_SKIP, CONFTEST_FORCE, CONFTEST_XFAIL):
+    assert info.dropped_files == {w: "a test or test-configuration file" for w in wheres}
+    for where, conftest in zip(wheres, (CONFTEST_SKIP, CONFTEST_FORCE, CONFTEST_XFAIL)):
         assert runner_outcome(env.task, {where: conftest}) == "fail"
 
 
@@ -228,16 +229,21 @@ def test_background_process_that_rewrites_files_later(make_env):
 
 
 def test_searching_the_filesystem_for_the_hidden_tests_finds_nothing(make_env, mini_suite):
+    """Through the tools and through code the agent runs: the suite (hidden tests, patches) and
+    fixrl's own suites directory are not visible from the agent's sandbox. (Docker: the whole
+    filesystem is searched in test_env_docker.py.)"""
+    import tasks.suites
+
     env = make_env()
     env.reset()
     assert call(env, "search", pattern=HIDDEN_MARKER).startswith("No matches")
     assert "test_hidden" not in call(env, "list")
-    suite_dir = str(mini_suite.dir.resolve())
+    places = [str(mini_suite.dir.resolve()), *(str(p) for p in tasks.suites.__path__)]
     res = env.sb.exec(
-        "find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o "
-        "\\( -name 'test_hidden*' -o -name '*.patch' -o -name 'answer.py' \\) -print 2>/dev/null; "
-        f"grep -rl {HIDDEN_MARKER} /tmp /workspace /root /home /work 2>/dev/null; "
-        f"ls {suite_dir} 2>/dev/null; true", timeout=120)
+        f"ls -d {' '.join(places)} 2>/dev/null; "
+        f"grep -rl {HIDDEN_MARKER} /tmp /workspace /root /home /run /srv /mnt 2>/dev/null; "
+        "find /tmp /workspace /root /home /run /opt /srv /mnt /var -name 'test_hidden*' 2>/dev/null; true",
+        timeout=120)
     assert not res.timed_out
     assert res.output.strip() == "", res.output[:2000]
 

@@ -105,7 +105,10 @@ def test_dropped_files_rules():
     assert suspicious("import sys\nsys.exit(2)\n", "import sys\nsys.exit(0)\n") is None  # already used
     assert "test runner" in suspicious("", "import _pytest.runner\n")
     assert suspicious("", "import _pytest.runner\n", allowed="import _pytest\n") is None
-    assert "processes" in suspicious("", "import os\nos._exit(0)\n")
+    assert "exits" in suspicious("", "import os\nos._exit(0)\n")
+    assert "test runner" in suspicious("import _pytest\n", "import _pytest\nimport _pytest.runner\n")  # always
+    assert "opens files" in suspicious("def f(p):\n    return p\n", "def f(p):\n    return open(p).read()\n")
+    assert suspicious("def f(p):\n    return open(p)\n", "def f(p):\n    return open(p, 'rb')\n") is None
     assert "starts processes" in suspicious("", "import subprocess\n")
 
 
@@ -180,3 +183,25 @@ def test_sandbox_killed_mid_check_is_error_not_fail(make_env):
     call(env, "submit")
     reward, info = env.finish()
     assert (reward, info.outcome, len(opened)) == (1.0, "pass", 2)
+
+
+def test_setup_runs_before_the_episode_and_before_the_check(make_env, mini_suite):
+    from envs import EnvConfig, episode_env
+
+    # setup writes a module the code needs; the hidden check only passes if setup ran there too
+    task = mini_suite.get("clamp-minmax").model_copy(update={
+        "setup": ["printf 'LIMIT = 10\\n' > pkg/settings.py",
+                  "printf 'from pkg.settings import LIMIT\\n' >> pkg/core.py"],
+    })
+    with episode_env(task, EnvConfig(), mini_suite) as env:
+        env.reset()
+        assert "LIMIT = 10" in call(env, "read", path="pkg/settings.py")
+        call(env, "edit", **FIX)
+        reward, info = env.finish()
+        assert reward == 1.0 and info.dropped_files == {}  # setup's file is not the agent's change
+    bad = task.model_copy(update={"setup": ["exit 3"]})
+    with episode_env(bad, EnvConfig(), mini_suite) as env:
+        env.reset()
+        assert env.done and env.info.exit_status == "error" and "setup" in env.info.error
+        reward, info = env.finish()
+        assert (reward, info.outcome) == (0.0, "error")

@@ -98,6 +98,7 @@ def test_read_edit_list_search_and_bad_input(make_env):
     assert env.step(Malformed("no <tool_call> tag found")).observation == "Error: no <tool_call> tag found"
     # paths outside the workspace: `..`, absolute, symlinks (file and directory)
     env.sb.exec("ln -s /etc/passwd pkg/passwd.py && ln -s / pkg/root && ln -s core.py pkg/alias.py", timeout=10)
+    assert "line break" in obs(env, "read", path="pkg/core.py\n../../etc/passwd")
     for bad in ("../etc/passwd", "pkg/../../etc/passwd", "/etc/passwd", "/workspace/../etc/passwd",
                 "pkg/passwd.py", "pkg/root/etc/passwd"):
         out = obs(env, "read", path=bad)

@@ -21,7 +21,9 @@ def write_run(run, steps=12, with_entropy=True):
         row = {"step": s, "rollout/reward": 0.2 + 0.04 * s,
                "zero_adv_frac/all_pass": 0.05 * s / steps, "zero_adv_frac/all_fail": 0.6 - 0.03 * s,
                "policy_tokens/pass": 120 + s, "policy_tokens/fail": 300 - 5 * s,
-               "episodes": 24 + 6 * (s % 3), "groups/tried": 4 + s % 3, "groups/kept": 4}
+               "episodes": 24 + 6 * (s % 3), "groups/tried": 4 + s % 3, "groups/kept": 4,
+               "loss": 0.1 / s, "approx_kl": 0.0, "clip_frac": 0.0, "grad_norm": 1.0 / s,
+               "rollout/reads": 1.0 + s / 10, "rollout/edits": 1.5}
         if with_entropy:
             row["entropy"] = 1.2 * math.exp(-s / 10)
         if s % 4 == 0:
@@ -39,7 +41,7 @@ def test_training_report(tmp_path):
     assert md == out / "report.md"
     names = {p.name for p in out.glob("*.png")}
     assert names == {"reward.png", "heldout_pass.png", "zero_adv.png", "entropy.png",
-                     "policy_tokens.png", "episodes.png"}
+                     "policy_tokens.png", "episodes.png", "loss.png", "optim.png", "behaviour.png"}
     for p in out.glob("*.png"):
         data = p.read_bytes()
         assert data[:8] == PNG_MAGIC and len(data) > 5000
@@ -59,6 +61,15 @@ def test_training_report_tolerates_missing_metrics(tmp_path):
     md = report(run, tmp_path / "rep")
     assert {p.name for p in (tmp_path / "rep").glob("*.png")} == {"reward.png"}
     assert "not in the metrics (no plot): Held-out pass@k" in md.read_text()
+
+
+def test_sft_run_report(tmp_path):
+    rows = [{"step": s, "epoch": 0, "loss": 2.0 / s, "grad_norm": 1.0, "tokens": 100, "lr": 1e-4}
+            for s in range(1, 6)]
+    (tmp_path / "sft_metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    md = report(tmp_path)
+    assert {p.name for p in md.parent.glob("*.png")} == {"loss.png", "optim.png"}
+    assert "metrics: `sft_metrics.jsonl`" in md.read_text()
 
 
 def test_eval_report_per_task_chart(tmp_path):

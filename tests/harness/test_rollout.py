@@ -110,13 +110,14 @@ def test_tiny_model_episodes_batched(tiny_suite, tiny_policy):
         check_template_exact(pol.tokenizer, traj)
         users = [m for m in traj.messages[2:] if m["role"] == "user"]
         assert users and all("Malformed tool call" in m["content"] for m in users)
-        ids = torch.tensor([traj.token_ids])
+        # One forward over the whole trajectory; the output head only where a sampled token is predicted.
+        pos = [i for i, m in enumerate(traj.assistant_mask) if m]
         with torch.no_grad():
-            logp = torch.log_softmax(pol.model(ids).logits[0].float() / 0.8, dim=-1)
-        for a, b in traj.turn_spans:
-            for i in range(a, b):
-                if traj.assistant_mask[i]:
-                    assert abs(logp[i - 1, traj.token_ids[i]].item() - traj.sampler_logprobs[i]) < 1e-4
+            hidden = pol.model.model(torch.tensor([traj.token_ids])).last_hidden_state[0]   # [T, H]
+            logits = pol.model.lm_head(hidden[[i - 1 for i in pos]]).float() / 0.8          # [P, V]
+        logp = torch.log_softmax(logits, dim=-1).gather(1, torch.tensor([[traj.token_ids[i]] for i in pos]))
+        expected = torch.tensor([traj.sampler_logprobs[i] for i in pos])
+        assert torch.allclose(logp[:, 0], expected, atol=1e-4)
 
 
 class CannedPolicy:
@@ -253,3 +254,18 @@ def test_bad_arguments(tiny_suite, tiny_tokenizer):
         with pytest.raises(ValueError, match="max_total_tokens"):
             run_episodes(policy, tiny_suite.tasks, 1, suite=tiny_suite, pool=pool, env_config=EnvConfig(),
                          max_total_tokens=1)
+
+
+@pytest.mark.docker
+def test_oracle_in_docker_sandboxes(docker_available, tiny_suite, tiny_tokenizer):
+    """The same loop over hardened Docker sandboxes (tool calls and the hidden check)."""
+    from harness.policies.scripted import ScriptedPolicy
+
+    policy = ScriptedPolicy("oracle", tokenizer=tiny_tokenizer)
+    with SandboxPool(2, backend="docker") as pool:
+        trajs = run_episodes(policy, tiny_suite.tasks[:2], 1, suite=tiny_suite, pool=pool,
+                             env_config=EnvConfig(), seed=0)
+    for traj in trajs:
+        assert traj.info["outcome"] == "pass", traj.info
+        full = encode(tiny_tokenizer, render(tiny_tokenizer, traj.messages, traj.tools, add_generation_prompt=False))
+        assert full == traj.token_ids + [NEWLINE]

@@ -54,3 +54,24 @@ def live_processes(sb) -> list[str]:
     return r.output.split()
 
 
+
+
+def leftovers(sb) -> list:
+    """Processes the sandbox's commands left running. Docker: listed inside the container.
+    Local as root: every host process of the sandbox's own uid (a listing from inside would
+    see only the fresh pid namespace of the listing command)."""
+    uid = getattr(sb, "uid", None)
+    if hasattr(sb, "ws"):  # LocalSandbox
+        if uid is None:
+            return []  # no way to tell them apart from the host user's own processes
+        import time
+
+        from sandbox.local import _uid_procs
+
+        for _ in range(100):  # a killed pid namespace takes a moment to empty
+            procs = _uid_procs(uid)
+            if not procs:
+                return []
+            time.sleep(0.02)
+        return procs
+    return live_processes(sb)

@@ -8,7 +8,7 @@ import pytest
 
 from sandbox import WORKDIR, ExecResult, Sandbox, SandboxError, open_sandbox
 
-from sandboxkit import live_processes
+from sandboxkit import leftovers
 
 
 def test_exec_runs_pytest_in_workdir(sb):
@@ -38,8 +38,7 @@ def test_timeout_kills_the_whole_group(sb):
     assert "never" not in r.output
     assert time.monotonic() - t < 10
     assert sb.exec("echo again", timeout=10).output == "again\n"
-    if getattr(sb, "isolation", "bwrap") == "bwrap":
-        assert "sleep" not in live_processes(sb)
+    assert leftovers(sb) == []
 
 
 def test_output_is_capped_with_a_marker(sb):
@@ -103,8 +102,7 @@ def test_reset_restores_everything(sb, repo):
     r = sb.exec("ls -A; test -x run.sh && echo exec; ls -A /tmp", timeout=10)
     assert r.output.split() == ["pkg", "run.sh", "test_calc.py", "exec"]
     assert sb.exec("python -m pytest -q", timeout=60).exit_code == 0
-    if getattr(sb, "isolation", "bwrap") == "bwrap":
-        assert "sleep" not in live_processes(sb)
+    assert leftovers(sb) == []
 
 
 def test_reset_sees_edits_that_hide_their_tracks(sb, repo):
@@ -164,3 +162,42 @@ def test_missing_workspace_is_a_clear_error(request, backend, tmp_path):
         request.getfixturevalue("docker_available")
     with pytest.raises(SandboxError, match="does not exist"):
         open_sandbox(tmp_path / "missing", backend=backend)
+
+
+def test_model_garbage_never_breaks_the_sandbox(sb):
+    """Commands, paths and contents straight from model output: results or ordinary
+    exceptions, never a SandboxError, and the sandbox keeps working."""
+    r = sb.exec("echo a\x00b")
+    assert r.exit_code == 126 and "NUL" in r.output
+    r = sb.exec("echo '\ud800x'")  # a lone surrogate, as json.loads can produce
+    assert r.exit_code == 0 and r.output.endswith("x\n")
+    assert sb.exec("x" * 200_000).exit_code == 126
+    sb.write_file("odd.txt", "a\ud800b")
+    assert sb.read_file("odd.txt") == "a?b"
+    with pytest.raises(ValueError):
+        sb.read_file("a\x00b")
+    with pytest.raises(FileNotFoundError):
+        sb.read_file("\udcff")
+    with pytest.raises(OSError):
+        sb.read_file("pkg")  # a directory
+    assert sb.exec("echo fine").output == "fine\n"
+
+
+def test_local_without_bubblewrap_never_runs_commands_as_root(repo):
+    """The fallback path: rlimits and timeouts only, and as root either a uid of its own or a
+    clear refusal (never sandboxed code running as root)."""
+    from sandbox.local import LocalSandbox
+
+    try:
+        sb = LocalSandbox(repo, isolation="none")
+    except SandboxError as e:
+        assert os.geteuid() == 0 and "bubblewrap" in str(e)
+        return
+    with sb:
+        assert sb.isolation == "none"
+        r = sb.exec("id -u; python -c 'print(1 + 1)'", timeout=30)
+        uid, two = r.output.split()
+        assert two == "2"
+        assert os.geteuid() != 0 or int(uid) != 0
+        r = sb.exec("sleep 30", timeout=1)
+        assert r.timed_out

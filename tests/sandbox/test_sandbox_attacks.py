@@ -9,7 +9,7 @@ import pytest
 
 from sandbox import WORKDIR
 
-from sandboxkit import host_alive, live_processes
+from sandboxkit import host_alive, leftovers
 
 FORK_BOMB = ("python -c \"import os, time\nwhile True:\n    try:\n        os.fork()\n"
              "    except OSError:\n        time.sleep(0.01)\"")
@@ -21,7 +21,7 @@ def still_fine(attacker, bystander, repo) -> None:
     attacker.reset()
     r = attacker.exec("python -m pytest -q", timeout=60)
     assert r.exit_code == 0, r.output
-    assert live_processes(attacker) == []
+    assert leftovers(attacker) == []
 
 
 def test_fork_bomb(attacker, bystander, repo):

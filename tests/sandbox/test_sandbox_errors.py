@@ -39,14 +39,21 @@ def test_dead_container_is_a_sandbox_error_not_a_hang(docker_available, repo):
 
 
 @pytest.mark.docker
-def test_cleanup_removes_labelled_containers(docker_available, repo):
+def test_cleanup_removes_labelled_containers(docker_available, capsys):
+    """`fixrl sandbox cleanup` finds containers by label (here one session's only, so that
+    containers of other tests running meanwhile are left alone)."""
     import subprocess
+    import uuid
 
-    sb = open_sandbox(repo, backend="docker")
+    session = f"test-{uuid.uuid4().hex[:8]}"
+    cid = subprocess.run(["docker", "create", "--label", "fixrl=1", "--label",
+                          f"fixrl.session={session}", "fixrl-sandbox:base", "true"],
+                         capture_output=True, text=True, check=True).stdout.strip()
     try:
-        assert main(["sandbox", "cleanup"]) == 0
-        out = subprocess.run(["docker", "ps", "-aq", "--filter", f"id={sb.id}"],
+        assert main(["sandbox", "cleanup", "--session", session]) == 0
+        assert "removed 1 fixrl container" in capsys.readouterr().out
+        out = subprocess.run(["docker", "ps", "-aq", "--filter", f"id={cid}"],
                              capture_output=True, text=True).stdout
         assert out.strip() == ""
     finally:
-        sb.close()  # already gone: closing must not complain
+        subprocess.run(["docker", "rm", "-f", cid], capture_output=True)

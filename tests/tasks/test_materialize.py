@@ -86,6 +86,12 @@ def test_p0_patches_and_diff_round_trip(tmp_path):
     assert "a + b" in (a / "calc.py").read_text()
     with pytest.raises(ValueError, match="does not apply"):
         apply_patch(a, "this is not a patch\n")
+    # unprefixed paths keep their directories even when the basename exists at the root
+    (a / "sub").mkdir()
+    (a / "sub" / "consts.py").write_text("X = 1\n")
+    (a / "consts.py").write_text("X = 1\n")
+    apply_patch(a, "--- sub/consts.py\n+++ sub/consts.py\n@@ -1 +1 @@\n-X = 1\n+X = 2\n")
+    assert (a / "sub" / "consts.py").read_text() == "X = 2\n" and (a / "consts.py").read_text() == "X = 1\n"
 
 
 def test_apply_never_uses_an_enclosing_git_repository(tmp_path):
@@ -125,7 +131,7 @@ def test_git_repo_commit_without_history(tmp_path):
     ("pytest.ini", True), ("tox.ini", True), ("setup.cfg", True), ("pyproject.toml", True),
     ("pytest.py", True), ("_pytest/runner.py", True), ("sitecustomize.py", True), ("usercustomize.py", True),
     ("evil.pth", True), ("__pycache__/calc.cpython-311.pyc", True), ("calc.cpython-311-x86_64-linux-gnu.so", True),
-    ("/workspace/tests/test_x.py", True),
+    ("/workspace/tests/test_x.py", True), ("tests", True),
     ("calc.py", False), ("pkg/testing_utils.py", False), ("pkg/contest.py", False), ("README.md", False),
     ("latest.py", False), ("attest/x.py", False),
 ])

@@ -183,12 +183,12 @@ def test_method_by_bare_name_and_qualified():
 
 
 def test_parenthesised_when_precedence_needs_it():
-    src = "def f(a, n):\n    return a * n\n\ndef g(xs, n):\n    return xs[n * 2]\n"
-    (m,) = [m for m in mutants(src, "g") if m.op == "off_by_one"]
-    assert "xs[n * 2 + 1]" in m.source
-    ns: dict = {}
-    exec(compile(m.source, "m", "exec"), ns)
-    assert ns["g"](list(range(10)), 2) == 5
+    src = "def f(a, b, c):\n    # keep me\n    return a and b or c\n"
+    texts = [m.source for m in mutants(src, "f") if m.op == "wrong_bool"]
+    # `or` -> `and` would flatten into one `and`; the nested meaning needs parentheses, and the
+    # comment (outside the expression) survives
+    assert "def f(a, b, c):\n    # keep me\n    return (a and b) and c\n" in texts
+    assert "def f(a, b, c):\n    # keep me\n    return (a or b) or c\n" in texts
 
 
 def test_unicode_columns():

@@ -89,12 +89,21 @@ def test_repository_without_tests(pool, tmp_path):
 
 
 def test_flaky_check_is_flagged(pool, tmp_path):
-    # A coin flip per run: with 12 runs all-equal verdicts have probability 2/4096.
+    # A coin flip per run, in both states: all-equal verdicts in both have probability (2/256)^2.
     flip = "python -c 'import os, sys; sys.exit(os.urandom(1)[0] % 2)'"
     q = question_task("coin", check={"command": flip, "files": {}})
-    res = validate_task(_task(tmp_path, q), pool, repeats=12)
+    res = validate_task(_task(tmp_path, q), pool, repeats=8)
     assert not res.ok and res.flaky
     assert any(r.startswith("flaky: the check passed ") for r in res.reasons)
+
+
+def test_file_and_function_must_exist(pool, tmp_path):
+    root = make_suite(tmp_path, [question_task("q1", file="nope.py"), question_task("q2", file="calc.py", function="sub"),
+                                 question_task("q3", file="calc.py", function="add")])
+    r1, r2, r3 = (validate_task(t, pool, repeats=1) for t in load_suite(root).tasks)
+    assert r1.reasons == ["field 'file': nope.py is not in the buggy repository"]
+    assert r2.reasons == ["field 'function': no function 'sub' is defined in calc.py"]
+    assert r3.ok, r3.reasons
 
 
 def test_failing_setup_is_reported(pool, tmp_path):

@@ -1,0 +1,157 @@
+"""Loading and saving the trainable model: a new LoRA adapter, an existing one loaded trainable,
+or full fine-tuning; and the KL reference without a second model.
+
+Precision: on CUDA the frozen base weights are float16 (a T4 has no bf16) and the trainable
+weights float32 (peft keeps adapter weights in float32; GradScaler needs float32 master
+weights), trained under fp16 autocast. On CPU everything is float32.
+"""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any, Iterator
+
+from train.config import ALL_LINEAR, LoRAConfig
+
+
+class ModelError(ValueError):
+    """A model or adapter directory that cannot be used (the message says why and what to do)."""
+
+
+def check_model_dir(path: str | Path) -> Path:
+    p = Path(path)
+    if not p.is_dir():
+        raise ModelError(f"model directory {p} does not exist (give a checkpoint directory, e.g. one "
+                         "written by `fixrl init-tiny DIR` or a Qwen2.5-Instruct download)")
+    if not (p / "config.json").is_file():
+        raise ModelError(f"{p} has no config.json: not a transformers checkpoint directory")
+    if not any((p / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json")):
+        raise ModelError(f"{p} has no tokenizer files: copy the model's tokenizer files into it")
+    return p
+
+
+def check_adapter_dir(path: str | Path) -> Path:
+    p = Path(path)
+    if not p.is_dir():
+        raise ModelError(f"adapter directory {p} does not exist (give a peft adapter directory written by "
+                         "`fixrl sft` or `fixrl grpo`)")
+    if not (p / "adapter_config.json").is_file():
+        raise ModelError(f"{p} has no adapter_config.json: not a peft adapter directory")
+    return p
+
+
+def pick_device(device: str | None) -> Any:
+    import torch
+
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelError(f"device {device!r} requested but CUDA is not available (use --device cpu)")
+    return torch.device(device)
+
+
+def load_trainable(model_path: str | Path, adapter: str | Path | None, lora: LoRAConfig,
+                   device: str | None = None) -> tuple[Any, Any]:
+    """(model, tokenizer): the base model with its trainable part.
+
+    adapter given: that peft adapter loaded trainable (`is_trainable=True`); else a new LoRA
+    adapter from `lora` (rank, alpha, dropout, target modules; "all-linear" = every linear
+    layer but the output head); or, with `lora.full_finetune`, every weight trainable.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = check_model_dir(model_path)
+    dev = pick_device(device)
+    if lora.full_finetune and adapter is not None:
+        raise ModelError("--full trains every weight and cannot start from a LoRA adapter (--adapter); "
+                         "merge the adapter into a model directory first, or drop --full")
+    dtype = torch.float16 if (dev.type == "cuda" and not lora.full_finetune) else torch.float32
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    if lora.full_finetune:
+        model.requires_grad_(True)
+    elif adapter is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, str(check_adapter_dir(adapter)), is_trainable=True)
+    else:
+        from peft import LoraConfig, get_peft_model
+
+        targets = lora.lora_target_modules
+        peft_cfg = LoraConfig(r=lora.lora_rank, lora_alpha=lora.lora_alpha, lora_dropout=lora.lora_dropout,
+                              target_modules=targets if targets != ALL_LINEAR else "all-linear",
+                              task_type="CAUSAL_LM")
+        model = get_peft_model(model, peft_cfg)
+    model.to(dev)
+    if dev.type == "cuda" and not lora.full_finetune:
+        for p in model.parameters():  # trainable weights in float32 for the GradScaler
+            if p.requires_grad and p.dtype != torch.float32:
+                p.data = p.data.float()
+    if not any(p.requires_grad for p in model.parameters()):
+        raise ModelError("the model has no trainable weights (was the adapter loaded for inference only?)")
+    return model, tokenizer
+
+
+def is_peft(model: Any) -> bool:
+    return hasattr(model, "peft_config") and hasattr(model, "get_base_model")
+
+
+def trainable_parameters(model: Any) -> list[Any]:
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def save_trainable(model: Any, tokenizer: Any, path: Path) -> Path:
+    """A peft adapter directory (adapter_config.json + adapter_model.safetensors), loadable by
+    `PeftModel.from_pretrained`; for full fine-tuning a complete checkpoint with its tokenizer."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    if not is_peft(model):
+        tokenizer.save_pretrained(path)
+    return path
+
+
+def trainable_state(model: Any) -> dict[str, Any]:
+    """Copies of the trainable weights by name (small for LoRA)."""
+    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+
+class Reference:
+    """The KL reference policy without a second model.
+
+    - "base": the base weights, through peft's `disable_adapter()` (a new adapter: the start
+      policy is the base model);
+    - "adapter": a frozen copy of the starting adapter's weights, swapped into the live adapter
+      for the no-grad reference forward and swapped back after (an SFT adapter start).
+    Full fine-tuning has no reference short of a second full model, which fixrl refuses.
+    """
+
+    def __init__(self, model: Any, mode: str, weights: dict[str, Any] | None = None) -> None:
+        if not is_peft(model):
+            raise ModelError("beta > 0 (a KL reference) needs a LoRA model: with full fine-tuning the "
+                             "reference would be a second full model")
+        if mode not in ("base", "adapter"):
+            raise ValueError(f"reference mode {mode!r}")
+        self.model, self.mode = model, mode
+        self.weights = weights if weights is not None else (trainable_state(model) if mode == "adapter" else None)
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        import torch
+
+        if self.mode == "base":
+            with self.model.disable_adapter():
+                yield
+            return
+        params = dict(self.model.named_parameters())
+        current = {n: params[n].detach().clone() for n in self.weights}
+        try:
+            with torch.no_grad():
+                for n, w in self.weights.items():
+                    params[n].copy_(w)
+            yield
+        finally:
+            with torch.no_grad():
+                for n, w in current.items():
+                    params[n].copy_(w)

@@ -1,0 +1,356 @@
+"""Supervised fine-tuning on agent conversations: the starting adapter that GRPO amplifies.
+
+Data, one JSON object per line (a `.gz` file is read compressed):
+- fixrl trajectories (`Trajectory.to_dict()`: `token_ids` + `assistant_mask`, as written by
+  `fixrl rollout --save`, `fixrl eval` and `fixrl grpo`): the ids are used as they are, never
+  re-tokenised, and the mask is the one the agent loop recorded;
+- chat messages, OpenAI style: {"messages": [...], "tools": [...]} with assistant messages that
+  carry `content` and/or `tool_calls`, and `tool` messages with the results. They are rendered
+  with the tokenizer's chat template; the mask covers each assistant turn's tokens from the
+  first after `<|im_start|>assistant\\n` through its `<|im_end|>` (what the model must write
+  and the token that ends its turn), and nothing of the system, user or tool turns.
+The loss is the same masked token mean as GRPO's (`train.logprobs.reply_log_probs` on the
+assistant tokens only). `--passing-only` keeps examples whose episode passed (rejection-
+sampling fine-tuning): `info.outcome == "pass"` for trajectories, or a top-level `reward` > 0
+or `passed: true` for chat lines.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gzip
+import json
+import logging
+import math
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from train.config import LoRAConfig
+
+log = logging.getLogger(__name__)
+
+
+class DataError(ValueError):
+    """A data file that cannot be used; the message names the file, the line and the field."""
+
+
+@dataclass
+class SFTConfig(LoRAConfig):
+    """Every setting `fixrl sft` reads."""
+
+    model: str = ""
+    """Base model directory."""
+    data: list[str] = dataclasses.field(default_factory=list)
+    """JSONL files (optionally .gz): fixrl trajectories or chat messages."""
+    out: str = ""
+    """Output: the adapter directory (peft format), or a full checkpoint with --full."""
+    adapter: str | None = None
+    """Continue training this adapter (loaded trainable) instead of a new one."""
+    epochs: int = 1
+    """Passes over the data."""
+    learning_rate: float = 2e-4
+    """AdamW learning rate (LoRA; use ~1e-5 for full fine-tuning of a real model)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    warmup_steps: int = 0
+    """Linear learning-rate warm-up over this many optimizer steps."""
+    batch_size: int = 8
+    """Examples per optimizer step (the loss is the token mean over the step's examples)."""
+    micro_batch_size: int = 1
+    """Examples per forward/backward (gradients accumulate over a batch)."""
+    max_grad_norm: float = 1.0
+    """Gradient norm clip."""
+    max_length: int | None = None
+    """Drop examples longer than this many tokens (None: keep all)."""
+    passing_only: bool = False
+    """Keep only passing episodes (rejection-sampling fine-tuning)."""
+    chunk_size: int = 256
+    """Reply positions per output-head chunk."""
+    seed: int = 0
+    """Data order and LoRA initialisation."""
+    device: str | None = None
+    """"cpu", "cuda" or None (CUDA when present)."""
+
+    def validate(self) -> None:
+        for name in ("epochs", "batch_size", "micro_batch_size", "chunk_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"SFTConfig.{name}={getattr(self, name)} must be at least 1")
+        if self.learning_rate <= 0:
+            raise ValueError(f"SFTConfig.learning_rate={self.learning_rate} must be > 0")
+        if not self.data:
+            raise ValueError("SFTConfig.data: give at least one data file")
+
+
+@dataclass
+class Example:
+    token_ids: list[int]
+    assistant_mask: list[int]
+    source: str
+    """file:line, for error messages."""
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            for i, line in enumerate(f, 1):
+                if line.strip():
+                    yield i, line
+    except (OSError, EOFError, UnicodeDecodeError) as e:
+        raise DataError(f"{path}: cannot read it ({e})") from None
+
+
+def passed(record: dict[str, Any]) -> bool | None:
+    """Whether the record's episode passed; None when the record does not say."""
+    info = record.get("info")
+    if isinstance(info, dict) and info.get("outcome") is not None:
+        return info.get("outcome") == "pass"
+    if "passed" in record:
+        return bool(record["passed"])
+    if isinstance(record.get("reward"), (int, float)) and "token_ids" not in record:
+        return record["reward"] > 0
+    return None
+
+
+def normalise_messages(messages: list[Any], where: str) -> list[dict]:
+    """OpenAI-style messages as chat templates expect them: tool-call `arguments` given as a JSON
+    string (the OpenAI wire format) become objects, or Qwen's template would render them as a
+    quoted string inside the call, which is not what a model should learn to write."""
+    out = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or "role" not in m:
+            raise DataError(f"{where}: messages[{i}] must be an object with a 'role'")
+        m = dict(m)
+        calls = m.get("tool_calls")
+        if calls:
+            if not isinstance(calls, list):
+                raise DataError(f"{where}: messages[{i}].tool_calls must be a list")
+            fixed = []
+            for j, c in enumerate(calls):
+                c = dict(c)
+                fn = dict(c.get("function", c))
+                if "name" not in fn:
+                    raise DataError(f"{where}: messages[{i}].tool_calls[{j}] has no function name")
+                args = fn.get("arguments", {})
+                if isinstance(args, str):
+                    try:
+                        args = json.loads(args) if args.strip() else {}
+                    except json.JSONDecodeError as e:
+                        raise DataError(f"{where}: messages[{i}].tool_calls[{j}].function.arguments is not "
+                                        f"valid JSON ({e.msg})") from None
+                fn["arguments"] = args
+                if "function" in c:
+                    c["function"] = fn
+                else:
+                    c = fn
+                fixed.append(c)
+            m["tool_calls"] = fixed
+        out.append(m)
+    return out
+
+
+def render_chat(tokenizer: Any, messages: list[dict], tools: list[dict] | None, where: str) -> tuple[list[int], list[int]]:
+    """Token ids and assistant mask of a chat conversation in the tokenizer's template."""
+    from harness.chat import END_OF_TURN
+
+    messages = normalise_messages(messages, where)
+
+    spans: list[tuple[int, int]] = []  # character spans of assistant output
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or "role" not in m:
+            raise DataError(f"{where}: messages[{i}] has no 'role'")
+        if m["role"] != "assistant":
+            continue
+        before = tokenizer.apply_chat_template(messages[:i], tools=tools or None, tokenize=False,
+                                               add_generation_prompt=True)
+        upto = tokenizer.apply_chat_template(messages[:i + 1], tools=tools or None, tokenize=False,
+                                             add_generation_prompt=False)
+        if not upto.startswith(before):
+            raise DataError(f"{where}: the chat template is not append-only at messages[{i}]: rendering the "
+                            "assistant turn changed the text before it, so its tokens cannot be masked exactly")
+        end = upto.find(END_OF_TURN, len(before))
+        if end < 0:
+            raise DataError(f"{where}: messages[{i}] (assistant) rendered without {END_OF_TURN}")
+        spans.append((len(before), end + len(END_OF_TURN)))
+    if not spans:
+        raise DataError(f"{where}: no assistant message to learn from")
+    text = tokenizer.apply_chat_template(messages, tools=tools or None, tokenize=False, add_generation_prompt=False)
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    ids, offsets = list(enc["input_ids"]), enc["offset_mapping"]
+    mask = [0] * len(ids)
+    k = 0
+    for j, (a, b) in enumerate(offsets):
+        while k < len(spans) and a >= spans[k][1]:
+            k += 1
+        if k < len(spans) and spans[k][0] <= a < spans[k][1] and b > a:
+            mask[j] = 1
+    return ids, mask
+
+
+def load_examples(paths: list[str | Path], tokenizer: Any, passing_only: bool = False,
+                  max_length: int | None = None) -> tuple[list[Example], dict[str, int]]:
+    """Examples from every file, and counts (read, kept, failing dropped, too long dropped)."""
+    examples: list[Example] = []
+    counts = {"read": 0, "dropped_failing": 0, "dropped_too_long": 0, "dropped_no_tokens": 0}
+    vocab = len(tokenizer)
+    for p in map(Path, paths):
+        if not p.is_file():
+            raise DataError(f"data file {p} does not exist")
+        for lineno, line in _lines(p):
+            where = f"{p}:{lineno}"
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{where}: not JSON ({e.msg}); each line must be one JSON object") from None
+            if not isinstance(rec, dict):
+                raise DataError(f"{where}: expected a JSON object, got {type(rec).__name__}")
+            counts["read"] += 1
+            if passing_only:
+                ok = passed(rec)
+                if ok is None:
+                    raise DataError(f"{where}: --passing-only needs to know whether the episode passed: a fixrl "
+                                    "trajectory's info.outcome, or a 'passed' / 'reward' field on a chat line")
+                if not ok:
+                    counts["dropped_failing"] += 1
+                    continue
+            if "token_ids" in rec:
+                ids, mask = rec["token_ids"], rec.get("assistant_mask")
+                if not isinstance(ids, list) or not isinstance(mask, list) or len(ids) != len(mask):
+                    raise DataError(f"{where}: a trajectory needs 'token_ids' and 'assistant_mask' lists of the "
+                                    "same length")
+                if any((not isinstance(t, int)) or t < 0 or t >= vocab for t in ids):
+                    raise DataError(f"{where}: token_ids outside the tokenizer's vocabulary ({vocab}): was the "
+                                    "file made with another model's tokenizer?")
+                mask = [1 if m else 0 for m in mask]
+            elif "messages" in rec:
+                if not isinstance(rec["messages"], list):
+                    raise DataError(f"{where}: 'messages' must be a list of chat messages")
+                try:
+                    ids, mask = render_chat(tokenizer, rec["messages"], rec.get("tools"), where)
+                except DataError:
+                    raise
+                except Exception as e:  # the template raising on a malformed message
+                    raise DataError(f"{where}: the chat template could not render the messages ({e})") from None
+            else:
+                raise DataError(f"{where}: neither a fixrl trajectory ('token_ids' + 'assistant_mask') nor a "
+                                "chat line ('messages')")
+            if mask and mask[0]:
+                mask = [0] + mask[1:]  # nothing predicts the first token
+            if not any(mask):
+                counts["dropped_no_tokens"] += 1
+                continue
+            if max_length is not None and len(ids) > max_length:
+                counts["dropped_too_long"] += 1
+                continue
+            examples.append(Example(list(ids), mask, where))
+    counts["kept"] = len(examples)
+    return examples, counts
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def pad_batch(rows: list[tuple[list[int], list[int]]], pad_id: int) -> tuple[Any, Any]:
+    """Right-padded ids [B, T] and mask [B, T] (0 on padding)."""
+    import torch
+
+    width = max(len(ids) for ids, _ in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, (t, m) in enumerate(rows):
+        ids[i, :len(t)] = torch.tensor(t, dtype=torch.long)
+        mask[i, :len(m)] = torch.tensor(m, dtype=torch.long)
+    return ids, mask
+
+
+def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
+    """Train and save; returns a summary (steps, tokens, first/last loss, seconds, counts)."""
+    import numpy as np
+    import torch
+
+    from train.logprobs import reply_log_probs
+    from train.model import load_trainable, save_trainable, trainable_parameters
+
+    cfg.validate()
+    random.seed(cfg.seed)
+    np.random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    out = Path(cfg.out)
+    model, tok = load_trainable(cfg.model, cfg.adapter, cfg, cfg.device)
+    examples, counts = load_examples(cfg.data, tok, cfg.passing_only, cfg.max_length)
+    if not examples:
+        raise DataError(f"no training examples left in {', '.join(map(str, cfg.data))} "
+                        f"({counts}); check --passing-only / --max-length")
+    device = next(model.parameters()).device
+    use_cuda = device.type == "cuda"
+    params = trainable_parameters(model)
+    optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    steps_per_epoch = math.ceil(len(examples) / cfg.batch_size)
+    total_steps = steps_per_epoch * cfg.epochs
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / cfg.warmup_steps) if cfg.warmup_steps else 1.0)
+    scaler = torch.amp.GradScaler("cuda", enabled=use_cuda)
+    pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+    out.mkdir(parents=True, exist_ok=True)
+    metrics_path = out / "sft_metrics.jsonl"
+    metrics_path.write_text("")
+    rng = random.Random(cfg.seed)
+    model.train()
+    history: list[float] = []
+    t0 = time.time()
+    step = 0
+    tokens_seen = 0
+    progress = _progress(console)
+    with progress or contextlib.nullcontext():
+        task = progress.add_task("sft", total=total_steps) if progress is not None else None
+        for epoch in range(cfg.epochs):
+            order = list(range(len(examples)))
+            rng.shuffle(order)
+            for b in range(0, len(order), cfg.batch_size):
+                batch = [examples[i] for i in order[b:b + cfg.batch_size]]
+                n_tokens = sum(sum(e.assistant_mask) for e in batch)
+                optimizer.zero_grad(set_to_none=True)
+                loss_sum = 0.0
+                for m in range(0, len(batch), cfg.micro_batch_size):
+                    micro = batch[m:m + cfg.micro_batch_size]
+                    ids, mask = pad_batch([(e.token_ids, e.assistant_mask) for e in micro], pad_id)
+                    logp = reply_log_probs(model, ids, mask, 1.0, cfg.chunk_size)  # [b, T]
+                    loss = -(logp * mask.to(logp.device)).sum() / n_tokens  # token mean over the batch
+                    scaler.scale(loss).backward()
+                    loss_sum += float(loss.detach())
+                scaler.unscale_(optimizer)
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+                scaler.step(optimizer)
+                scaler.update()
+                scheduler.step()
+                step += 1
+                tokens_seen += n_tokens
+                history.append(loss_sum)
+                row = {"step": step, "epoch": epoch, "loss": loss_sum, "grad_norm": grad_norm,
+                       "tokens": n_tokens, "lr": scheduler.get_last_lr()[0], "seconds": time.time() - t0}
+                with metrics_path.open("a") as f:
+                    f.write(json.dumps(row) + "\n")
+                if progress is not None:
+                    progress.update(task, advance=1, description=f"sft epoch {epoch + 1} loss {loss_sum:.3f}")
+    save_trainable(model, tok, out)
+    summary = {"steps": step, "examples": len(examples), "counts": counts, "policy_tokens": tokens_seen,
+               "first_loss": history[0], "last_loss": history[-1], "seconds": time.time() - t0,
+               "out": str(out)}
+    cfg_dict = dataclasses.asdict(cfg)
+    (out / "sft_config.json").write_text(json.dumps({"config": cfg_dict, "summary": summary}, indent=2) + "\n")
+    return summary
+
+
+def _progress(console: Any):
+    if console is None:
+        return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console, transient=False)
