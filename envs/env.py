@@ -131,6 +131,7 @@ class ToolEnv:
         self._finished: tuple[float, EpisodeInfo] | None = None
         self._reset_done = False
         self._after_setup: dict[str, str | None] = {}
+        self._renamed_files: set[str] = set()
 
     # ------------------------------------------------------------------ views for tools/plans
 
@@ -215,17 +216,24 @@ class ToolEnv:
             self._fail(f"task setup failed: {e}")
 
     def _apply_rename(self) -> None:
+        """Rename the buggy function in every file that mentions it, to a pool name that none of
+        those files (nor the issue) uses. A pool name used elsewhere in the repository is fine:
+        files that do not mention the function are left alone, and mapped back only where the
+        name cannot be theirs (`_map_back`). With star imports in the repository the chosen name
+        must occur nowhere, since `from m import *` could make two functions collide."""
         orig = self.task.function
         assert orig
         pool = list(getattr(self.suite, "rename_pool", None) or []) or rn.DEFAULT_POOL
         res = self.sb.exec(
             f"grep -rlI --exclude-dir=.git -F -e {shlex.quote(orig)} . ; echo '@@fixrl@@'; "
-            "find . -name .git -prune -o -print | sed 's|.*/||; s|\\..*||' | sort -u",
+            "find . -name .git -prune -o -print | sed 's|.*/||; s|\\..*||' | sort -u; echo '@@fixrl@@'; "
+            "grep -rlIE --exclude-dir=.git --include='*.py' '^[[:space:]]*from[[:space:]].*import[[:space:]]*[*]' . | head -n 1",
             timeout=self.tool_timeout("path"))
-        if "@@fixrl@@" not in res.output:
+        parts = res.output.split("@@fixrl@@")
+        if len(parts) != 3:
             log.warning("renaming skipped for %s: listing failed: %s", self.task.id, res.output[-300:])
             return
-        files_part, stems_part = res.output.split("@@fixrl@@", 1)
+        files_part, stems_part, star_part = parts
         files = [f[2:] if f.startswith("./") else f for f in files_part.split("\n") if f.strip()]
         stems = {s for s in stems_part.split() if s}
         if orig in stems:
@@ -235,9 +243,10 @@ class ToolEnv:
         texts = {f: self.sb.read_file(f) for f in files}
         texts["<issue>"] = self.task.issue
         texts["<public_tests>"] = self.task.public_tests
-        # The chosen name must not occur anywhere in the repository either.
-        pool_hits = self._names_present(pool)
-        new = rn.choose_name(self.rng, pool, orig, texts, taken=stems | pool_hits)
+        taken = set(stems)
+        if star_part.strip():
+            taken |= self._names_present(pool)
+        new = rn.choose_name(self.rng, pool, orig, texts, taken=taken)
         if new is None:
             log.warning("renaming skipped for %s: no usable name in the pool", self.task.id)
             return
@@ -247,10 +256,22 @@ class ToolEnv:
             renamed = rn.rename_text(text, orig, new)
             if renamed != text:
                 self.sb.write_file(f, renamed)
+                self._renamed_files.add(f)
         self.issue = rn.rename_text(self.task.issue, orig, new)
         self.public_test_command = rn.rename_text(self.task.public_tests, orig, new)
         self._rename = (orig, new)
         self.info.renamed = {orig: new}
+
+    def _map_back(self, path: str, text: str, original: str) -> str:
+        """`text` (the agent's version of `path`) in the task's original names. `original`: the
+        file before the episode, un-renamed. A file that renaming did not touch and that uses
+        the shown name itself (another function of the repository) keeps it."""
+        if not self._rename:
+            return text
+        orig, shown = self._rename
+        if path in self._renamed_files or not rn.occurs(original, shown):
+            return rn.rename_text(text, shown, orig)
+        return text
 
     def _names_present(self, pool: list[str]) -> set[str]:
         words = sorted({n for n in pool if n.isidentifier()})
@@ -473,7 +494,7 @@ class ToolEnv:
             exists = target.is_file()
             old = target.read_text(encoding="utf-8", errors="replace") if exists else ""
             if text is not None:
-                text = self.to_original(text)
+                text = self._map_back(path, text, old)
                 if exists and old == text:
                     continue  # e.g. a file that renaming touched and the agent did not
             if is_test_path(path):
@@ -537,7 +558,8 @@ class ToolEnv:
         if ref is None:
             info.first_edit_right = None
             return
-        info.first_edit_right = edit_matches_fix(ref, path, self.to_original(before), self.to_original(after))
+        info.first_edit_right = edit_matches_fix(ref, path, self._map_back(path, before, before),
+                                                 self._map_back(path, after, before))
 
 
 def _argument_error(name: str, e: ValidationError, tool: Tool) -> str:

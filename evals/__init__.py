@@ -1,8 +1,13 @@
 """Evaluation: unbiased pass@k, behaviour statistics, the GRPO signal probe, paired
-comparisons and reports. Heavy modules (the runner, plots) import their dependencies lazily."""
-from evals.passk import Interval, bootstrap_mean, pass_at_k, paired_bootstrap
-from evals.probe import ProbeStats, probe_stats
+comparisons and reports. Nothing heavy is imported here: the runner imports the agent loop,
+and the reports matplotlib, inside the functions that need them."""
+from evals.passk import Interval, bootstrap_mean, pass_at_k, paired_bootstrap, verdict
+from evals.probe import ProbeResult, ProbeStats, probe_result, probe_stats, run_probe
+from evals.report import ReportError, report
+from evals.run import Comparison, EvalError, EvalResult, TaskResult, compare, evaluate
 from evals.stats import behaviour_stats
 
-__all__ = ["pass_at_k", "bootstrap_mean", "paired_bootstrap", "Interval", "probe_stats",
-           "ProbeStats", "behaviour_stats"]
+__all__ = ["pass_at_k", "bootstrap_mean", "paired_bootstrap", "verdict", "Interval",
+           "probe_stats", "probe_result", "run_probe", "ProbeStats", "ProbeResult",
+           "behaviour_stats", "evaluate", "compare", "EvalResult", "TaskResult", "Comparison",
+           "EvalError", "report", "ReportError"]

@@ -47,7 +47,7 @@ PANELS = (
                                                     r"^groups/kept$", r"^groups_tried$",
                                                     r"^groups_kept$"), "count"),
     # Beyond the issue's list, drawn when present: the loss, the optimiser's health, behaviour.
-    Panel("loss", "Loss", (r"^loss$", r"^loss/(?!clip_frac)"), "loss"),
+    Panel("loss", "Loss", (r"^loss$", r"^loss/(?!clip_frac|approx_kl|kl_ref|ratio_)"), "loss"),
     Panel("optim", "KL, clipping and gradient norm", (r"(^|/)approx_kl$", r"(^|/)kl_ref$",
                                                       r"(^|/)clip_frac$", r"(^|/)grad_norm$"),
           ""),
@@ -55,6 +55,10 @@ PANELS = (
                                                   r"^(rollout/|behaviour/)?tests$",
                                                   r"^(rollout/|behaviour/)?edits$",
                                                   r"^(rollout/|behaviour/)?turns$"), "per episode"),
+    Panel("exit", "How episodes ended", (r"^exit/",), "share of episodes sampled"),
+    Panel("heldout_behaviour", "Held-out behaviour", (r"^eval/reads_before_first_edit$",
+                                                      r"^eval/first_edit_right$",
+                                                      r"^eval/reads$", r"^eval/edits$"), ""),
 )
 
 METRICS_FILES = ("metrics.jsonl", "sft_metrics.jsonl")
@@ -142,6 +146,7 @@ def plot_training(run_dir: Path, out_dir: Path) -> list[tuple[Panel, list[str], 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     m = load_metrics(metrics_file(run_dir))
     keys = _all_keys(m.rows)
@@ -163,9 +168,10 @@ def plot_training(run_dir: Path, out_dir: Path) -> list[tuple[Panel, list[str], 
                 ax.plot(px, py, marker="o" if sparse else None, markersize=4, linewidth=1.6,
                         label=key)
             ax.set_xlabel(xlabel)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_ylabel(panel.ylabel)
             ax.grid(True, alpha=0.3)
-            if panel.name in ("reward", "heldout_pass", "zero_adv"):
+            if panel.name in ("reward", "heldout_pass", "zero_adv", "exit"):
                 ax.set_ylim(-0.03, 1.03)
         axs[0][0].legend(fontsize=8, loc="best")
         fig.suptitle(panel.title)
@@ -192,8 +198,12 @@ def training_summary(run_dir: Path, made: list[tuple[Panel, list[str], Path]],
     if missing:
         lines.append(f"- not in the metrics (no plot): {', '.join(missing)}")
     lines += ["", "| metric | first | last | min | max | points |", "|---|---|---|---|---|---|"]
+    seen: set[str] = set()
     for _, keys, _ in made:
         for key in keys:
+            if key in seen:
+                continue
+            seen.add(key)
             _, ys = _series(m, key, m.steps)
             if ys:
                 lines.append(f"| `{key}` | {ys[0]:.4g} | {ys[-1]:.4g} | {min(ys):.4g} | "
@@ -204,7 +214,7 @@ def training_summary(run_dir: Path, made: list[tuple[Panel, list[str], Path]],
     return "\n".join(lines)
 
 
-def plot_eval(results: dict[str, Any], out_dir: Path) -> Path:
+def plot_eval(results: dict[str, Any], out_dir: Path, name: str = "pass_per_task.png") -> Path:
     """Horizontal bars of each task's pass@1 (and its largest pass@k behind it)."""
     import matplotlib
 
@@ -232,18 +242,18 @@ def plot_eval(results: dict[str, Any], out_dir: Path) -> Path:
             label += f" ({t['errors']} err)"
         ax.text(1.01, y, label, va="center", fontsize=7 if len(ids) > 25 else 8)
     ax.set_yticks(ys, ids, fontsize=7 if len(ids) > 25 else 9)
-    ax.invert_yaxis()
+    ax.set_ylim(len(ids) - 0.5, -0.5)  # first task on top, no empty margin
     ax.set_xlim(0, 1.0)
     ax.set_xlabel("pass rate")
-    name = results.get("policy", {}).get("name", "")
-    ax.set_title(f"{name} on {results.get('suite', '?')} / {results.get('split', '?')} "
+    who = results.get("policy", {}).get("name", "")
+    ax.set_title(f"{who} on {results.get('suite', '?')} / {results.get('split', '?')} "
                  f"(n={results.get('n', '?')})", fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.5 / max(3, len(ids)) - 0.1),
               ncol=3, frameon=False)
     fig.tight_layout()
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "pass_per_task.png"
+    path = out_dir / name
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -272,6 +282,18 @@ def report(path: Path, out: Path | None = None) -> Path:
             raise ReportError(f"{mf}: no metrics lines yet (is the run still starting?)")
         made = plot_training(path, out_dir)
         text = training_summary(path, made, out_dir)
+        # The trainer's held-out evaluations (evals/step_N/results.json): the last one per task.
+        evals = sorted((path / "evals").glob("*/results.json")) if (path / "evals").is_dir() else []
+        if evals:
+            from evals.run import EvalError, EvalResult
+
+            try:
+                last = EvalResult.load(evals[-1])
+                png = plot_eval(last.to_dict(), out_dir, "heldout_last_per_task.png")
+                text += (f"\n## Last held-out evaluation per task (`{evals[-1].parent.name}`)\n\n"
+                         f"![last held-out evaluation]({png.relative_to(out_dir)})\n")
+            except EvalError as e:
+                text += f"\n(last held-out evaluation unreadable: {e})\n"
     elif (path / "results.json").is_file():
         from evals.run import EvalResult
 

@@ -47,6 +47,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Callable
 
+from envs.types import Malformed
 from harness.chat import END_OF_TURN, encode, end_of_turn_id, parse_tool_calls, render
 from harness.policies import GenRequest, Generation, Policy
 from harness.trajectory import Trajectory
@@ -95,6 +96,7 @@ class _Episode:
     future: Future | None = None
     error: str | None = None
     last_malformed: bool = False
+    cut_turns: list[int] = dataclasses.field(default_factory=list)
 
 
 class _Loop:
@@ -183,6 +185,7 @@ class _Loop:
             t.sampler_logprobs.extend(float(x) for x in gen.logprobs)
         t.turn_spans.append((start, len(t.token_ids)))
         if not sampled_eot:
+            ep.cut_turns.append(len(t.turn_spans) - 1)
             # Cut off: close the turn so the conversation stays in the template's form; the
             # model did not sample this token, so it carries no mask and no log-prob.
             t.token_ids.append(self.eot)
@@ -256,7 +259,8 @@ def run_episodes(policy: Policy, tasks: list[Any], n: int, *, suite: Any, pool: 
 
     All live episodes (at most the pool's size) advance in lockstep: one `policy.generate` per
     turn for all of them. `traj.group` is the task's index in `tasks`; `traj.info` is the
-    episode's EpisodeInfo as a dict plus `sample` (0..n-1) and `seed`. Errored episodes have
+    episode's EpisodeInfo as a dict plus `sample` (0..n-1), `seed` and `cut_turns` (indices of
+    the assistant turns cut at the token limit, closed with an unsampled `<|im_end|>`). Errored episodes have
     `info["outcome"] == "error"`. `progress(traj)` is called as each episode finishes.
     """
     from sandbox import SandboxError
@@ -287,7 +291,7 @@ def run_episodes(policy: Policy, tasks: list[Any], n: int, *, suite: Any, pool: 
         else:
             ep.traj.info = dataclasses.asdict(info) if dataclasses.is_dataclass(info) else dict(info)
             ep.traj.reward = float(reward)
-        ep.traj.info.update(sample=ep.sample, seed=ep.seed)
+        ep.traj.info.update(sample=ep.sample, seed=ep.seed, cut_turns=list(ep.cut_turns))
         ep.phase = "done"
         results[ep.index] = ep.traj
         active.remove(ep)
@@ -344,8 +348,6 @@ def run_episodes(policy: Policy, tasks: list[Any], n: int, *, suite: Any, pool: 
                             ep.phase = "finishing"
                             ep.future = ex.submit(loop.finish, ep, "out_of_tokens")
                         else:
-                            from envs.types import Malformed
-
                             ep.last_malformed = isinstance(call, Malformed)
                             ep.phase = "stepping"
                             ep.future = ex.submit(loop.step, ep, call)

@@ -47,6 +47,7 @@ def print_transcript(traj: Trajectory, console: Any = None, max_lines: int = 30,
     renamed = traj.info.get("renamed") or {}
     if renamed:
         console.print(f"[dim]renamed: {', '.join(f'{a} -> {b}' for a, b in renamed.items())}[/dim]")
+    turn = 0
     for m in traj.messages:
         role, content = m.get("role"), str(m.get("content") or "")
         if role == "system":
@@ -54,8 +55,14 @@ def print_transcript(traj: Trajectory, console: Any = None, max_lines: int = 30,
                 console.print(Panel(escape(_clip(content, max_lines)), title="system", border_style="dim"))
             continue
         if role == "assistant":
+            title = "assistant"
+            if turn < len(traj.turn_spans):
+                a, b = traj.turn_spans[turn]
+                cut = turn in (traj.info.get("cut_turns") or [])
+                title += f" ({b - a} tokens{', cut off at the token limit' if cut else ''})"
+            turn += 1
             console.print(Panel(escape(content) if content.strip() else "[dim](empty reply)[/dim]",
-                                title="assistant", title_align="left", border_style="cyan"))
+                                title=title, title_align="left", border_style="cyan"))
         elif role == "tool":
             console.print(Panel(escape(_clip(content, max_lines)), title="tool", title_align="left",
                                 border_style="dim"))
@@ -71,30 +78,27 @@ def print_transcript(traj: Trajectory, console: Any = None, max_lines: int = 30,
 
 
 def summary_table(trajs: list[Trajectory], title: str = "rollouts") -> Any:
-    """Per task: episodes, passes, errors, mean turns and policy tokens, how episodes ended;
-    and a total row."""
+    """Per task: episodes, passes, errors, mean turns and policy tokens; a total row; how the
+    episodes ended in the caption."""
     from rich.table import Table
 
-    table = Table(title=title)
+    ended: dict[str, int] = {}
+    for t in trajs:
+        k = str(t.info.get("exit_status"))
+        ended[k] = ended.get(k, 0) + 1
+    table = Table(title=title, caption="ended: " + ", ".join(f"{k} {v}" for k, v in sorted(ended.items())))
     table.add_column("task", no_wrap=True, overflow="ellipsis", max_width=40)
     for col in ("n", "pass", "error", "turns", "tokens"):
         table.add_column(col, justify="right", no_wrap=True)
-    table.add_column("ended", overflow="fold")
     by_task: dict[str, list[Trajectory]] = {}
     for t in trajs:
         by_task.setdefault(t.task_id, []).append(t)
 
     def row(name: str, ts: list[Trajectory]) -> list[str]:
         outcomes = [t.info.get("outcome") for t in ts]
-        ended: dict[str, int] = {}
-        for t in ts:
-            k = str(t.info.get("exit_status"))
-            ended[k] = ended.get(k, 0) + 1
-        ended_text = next(iter(ended)) if len(ended) == 1 else \
-            ", ".join(f"{k} {v}" for k, v in sorted(ended.items()))
         return [name, str(len(ts)), str(outcomes.count("pass")), str(outcomes.count("error")),
                 f"{sum(t.info.get('turns', 0) for t in ts) / len(ts):.1f}",
-                f"{sum(t.num_policy_tokens for t in ts) / len(ts):.0f}", ended_text]
+                f"{sum(t.num_policy_tokens for t in ts) / len(ts):.0f}"]
 
     for task_id, ts in by_task.items():
         table.add_row(*row(task_id, ts))

@@ -399,9 +399,13 @@ def generate(repo: Path, test_cmd: str, out: Path, max_tasks: int | None = None,
              ops: list[str] | None = None, progress: bool = True) -> GenerateReport:
     """Generate up to `max_tasks` validated bug-fix tasks from `repo` into the suite `out`."""
     t0 = time.monotonic()
+    given = (str(repo), str(out))
     repo, out = Path(repo).resolve(), Path(out).resolve()
     if not repo.is_dir():
         raise GenerateError(f"--repo {repo}: not a directory")
+    if out == repo or repo in out.parents:
+        raise GenerateError(f"--out {out} is inside --repo {repo}: write the suite elsewhere "
+                            "(the suite gets its own copy of the repository)")
     if max_tasks is not None and max_tasks < 1:
         raise GenerateError(f"--max must be at least 1, got {max_tasks}")
     if not 0 <= heldout_frac < 1:
@@ -412,7 +416,7 @@ def generate(repo: Path, test_cmd: str, out: Path, max_tasks: int | None = None,
     _pytest_parts(test_cmd)
     rng = random.Random(seed)
     workers = workers or max(1, min(4, os.cpu_count() or 1))
-    report = GenerateReport(str(repo), str(out), test_cmd, seed)
+    report = GenerateReport(given[0], given[1], test_cmd, seed)
     report.per_op = {op: OpStats() for op in (ops or OPERATORS)}
 
     from sandbox import SandboxError, SandboxPool
@@ -778,12 +782,16 @@ def print_report(report: GenerateReport, console=None) -> None:
     from rich.table import Table
 
     console = console or Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 150))
     table = Table(title=f"fixrl tasks generate: yield ({report.tests} tests, baseline {report.baseline_seconds:.2f} s)")
     cols = ["candidates", "tested", "broke", "equivalent", "not_local", "timeout", "error", "kept", "no_issue",
             "selected", "valid", "invalid"]
+    heads = ["cands", "tested", "broke", "equiv", "nonlocal", "timeout", "error", "kept", "no issue", "selected",
+             "valid", "invalid"]
     table.add_column("operator")
-    for col in cols:
-        table.add_column(col.replace("_", " "), justify="right")
+    for head in heads:
+        table.add_column(head, justify="right")
     for op, st in report.per_op.items():
         table.add_row(op, *(str(getattr(st, col)) for col in cols))
     table.add_row("total", *(str(sum(getattr(s, col) for s in report.per_op.values())) for col in cols), style="bold")

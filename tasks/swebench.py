@@ -9,6 +9,8 @@ The mapping (SWE-bench's base_commit is the BUGGY state and its `patch` is the f
     test_patch         -> check.files (the files it touches, as they are after it is applied)
     problem_statement  -> issue
     FAIL_TO_PASS + PASS_TO_PASS -> check.tests (each list also kept in metadata.swebench)
+    fixrl (extra field)         <-> split, tags, function, file, limits, public_tests, setup,
+                                    image, other metadata (export writes it; import restores it)
 
 Export goes the other way. A task that is not already "a commit with no bug" (a plain
 directory, or a bug patch on top of a commit) gets its buggy state committed into an export
@@ -35,6 +37,9 @@ REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "proble
             "FAIL_TO_PASS", "PASS_TO_PASS")
 _MAPPED = {"base_commit", "patch", "test_patch", "problem_statement"}
 _FIXED_DATE = "2000-01-01T00:00:00+0000"
+FIXRL_KEY = "fixrl"
+"""An extra instance field (ignored by SWE-bench tools) carrying what SWE-bench has no field for."""
+_CARRIED = ("split", "tags", "function", "file", "limits", "public_tests", "setup", "image")
 
 
 def read_instances(path: Path) -> list[dict]:
@@ -129,7 +134,7 @@ def instance_to_task(inst: dict, checkout: Path, out: Path, where: str = "instan
     files = sorted({t.split("::", 1)[0] for t in tests})
     public = sorted(p for p in existed if p in files)
     rel = lambda p: os.path.relpath(Path(p).resolve(), out.resolve())  # noqa: E731
-    meta = {k: v for k, v in inst.items() if k not in _MAPPED}
+    meta = {k: v for k, v in inst.items() if k not in _MAPPED and k != FIXRL_KEY}
     meta["FAIL_TO_PASS"], meta["PASS_TO_PASS"] = f2p, p2p
     data: dict[str, Any] = {
         "id": tid,
@@ -149,6 +154,12 @@ def instance_to_task(inst: dict, checkout: Path, out: Path, where: str = "instan
     touched = changed_paths(inst["patch"])
     if touched:
         data["file"] = touched[0]
+    extra = inst.get(FIXRL_KEY)
+    if isinstance(extra, dict):  # written by export: the fields SWE-bench has no place for
+        extra = dict(extra)
+        if isinstance(extra.get("metadata"), dict):
+            data["metadata"] = {**extra.pop("metadata"), **data["metadata"]}
+        data.update({k: v for k, v in extra.items() if k in _CARRIED})
     task_file = out / "tasks" / f"{tid}.yaml"
     task_file.parent.mkdir(parents=True, exist_ok=True)
     task_file.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8")
@@ -223,6 +234,12 @@ def task_to_instance(task: Task, repos_dir: Path | None, suite_name: str) -> dic
         "FAIL_TO_PASS": f2p,
         "PASS_TO_PASS": p2p,
     })
+    dumped = task.model_dump(mode="json")
+    carried = {k: dumped[k] for k in _CARRIED if dumped.get(k) not in (None, [], {})}
+    rest = {k: v for k, v in task.metadata.items() if k != "swebench"}
+    if rest:
+        carried["metadata"] = rest
+    inst[FIXRL_KEY] = carried
     return inst
 
 

@@ -26,10 +26,11 @@ and reports VmHWM minus the RSS just before the step. glibc is told to serve eve
 of 128 KiB or more with its own mmap (MALLOC_MMAP_THRESHOLD_), so a freed tensor leaves RSS at
 once and the peak is the peak of live memory, not of a heap that never shrinks. This is the
 memory the machine actually had to provide (tensors plus BLAS workspaces), not an estimate.
-Time is the CPU seconds (user + system, all threads) the process spent in the step, from
-getrusage: on a machine shared with other jobs, wall-clock time of runs made one after another
-measures the neighbours' load as much as the method, while CPU time measures the work done.
-Wall-clock seconds of the same single run (after a short warm-up) are reported beside it.
+Time is the CPU seconds (user + system) the process spent in the step, from getrusage, with one
+torch thread by default (`--threads`): on a machine shared with other jobs, wall-clock time of
+runs made one after another measures the neighbours' load as much as the method, and with
+several threads an oversubscribed machine adds OpenMP spin-waiting to CPU time; one thread's
+CPU time is the work done. Wall-clock seconds of the same run are reported beside it.
 """
 from __future__ import annotations
 
@@ -54,7 +55,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--turns", type=int, default=6, help="assistant turns")
     parser.add_argument("--prompt-tokens", type=int, default=1000, help="system prompt + tools + issue")
     parser.add_argument("--chunk-size", type=int, default=256, help="fixrl's reply positions per head chunk")
-    parser.add_argument("--timeout", type=float, default=1800, help="seconds per measurement")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads per measurement (1: CPU time is the work done, no spin-waiting)")
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds per measurement")
     parser.add_argument("--worker", choices=WORKERS, help=argparse.SUPPRESS)
 
 
@@ -109,6 +112,7 @@ def _worker(args) -> dict:
 
     from train.logprobs import head_log_probs, plain_log_probs, reply_log_probs, split_causal_lm
 
+    torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     cfg = Qwen2Config(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=INTERMEDIATE,
                       num_hidden_layers=args.layers, num_attention_heads=HEADS, num_key_value_heads=KV_HEADS,
@@ -172,7 +176,8 @@ def _measure(name: str, args) -> dict:
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072")
     cmd = [sys.executable, "-m", "train.bench_logprobs", "--worker", name, "--layers", str(args.layers),
            "--tokens", str(args.tokens), "--reply-tokens", str(args.reply_tokens), "--turns", str(args.turns),
-           "--prompt-tokens", str(args.prompt_tokens), "--chunk-size", str(args.chunk_size)]
+           "--prompt-tokens", str(args.prompt_tokens), "--chunk-size", str(args.chunk_size),
+           "--threads", str(args.threads)]
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired:
@@ -218,7 +223,8 @@ def run(args) -> int:
                  "LoRA r=16 on all linear layers, float32 on CPU",
         "trajectory": {"tokens": spans[-1][1], "reply_tokens": results["step_fixrl"]["reply_tokens"],
                        "turns": len(spans), "chunk_size": args.chunk_size},
-        "time_method": "CPU seconds of the step (getrusage user+sys); wall seconds beside it",
+        "time_method": f"CPU seconds of the step (getrusage user+sys, {args.threads} torch thread(s)); "
+                       "wall seconds beside it",
         "memory_method": "peak RSS above the pre-step RSS, one subprocess per measurement (VmHWM reset via "
                          "/proc/self/clear_refs; glibc mmap threshold 128 KiB so freed tensors leave RSS)",
         "one_tensor_mib": {"T_x_V_float32": spans[-1][1] * VOCAB * 4 / 2**20,

@@ -13,7 +13,7 @@ import dataclasses
 import importlib
 import json
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal
 
@@ -88,9 +88,9 @@ class GRPOConfig(LoRAConfig):
     ends as out of tokens."""
     reward: Any = "hidden"
     """"hidden" (the task's hidden check, the default), "public" (the agent-visible tests: for
-    studying reward hacking), or a callable `fn(info: dict) -> float` (in the CLI:
-    "module:function") that the trainer applies to each episode's info dict (EpisodeInfo fields
-    plus `task_id` and `messages`)."""
+    studying reward hacking), or a callable `fn(info: EpisodeInfo) -> float` (in the CLI:
+    "module:function") that the environment applies to each finished episode (envs.EnvConfig's
+    reward). A callable must be importable by module and name for `--resume` to find it again."""
 
     # ---- dynamic sampling --------------------------------------------------------------
     dynamic_sampling: bool = True

@@ -428,7 +428,7 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
     from harness.policies.hf import HFPolicy
     from harness.rollout import run_episodes
     from sandbox import SandboxPool
-    from train.model import Reference, check_adapter_dir, is_peft, load_trainable, trainable_parameters, trainable_state
+    from train.model import Reference, check_adapter_dir, is_peft, load_trainable, trainable_parameters
     from train.sampler import DynamicSampler
 
     bad = sorted(set(overrides or {}) - set(RESUMABLE_OVERRIDES))
@@ -510,7 +510,7 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
     started = time.time()
     try:
         with SandboxPool(cfg.pool_size, backend=cfg.backend, image=cfg.image) as pool, \
-                (progress or contextlib.nullcontext()):
+                (progress if progress is not None else contextlib.nullcontext()):
             bar = progress.add_task("grpo", total=cfg.steps, completed=start_step) if progress is not None else None
             for step_index in range(start_step, cfg.steps):
                 this = step_index + 1

@@ -127,8 +127,7 @@ class LossStats:
 
     def means(self) -> dict[str, float]:
         n = max(self.tokens, 1.0)
-        return {"loss/clip_frac": self.clipped / n, "loss/approx_kl": self.approx_kl / n,
-                "loss/kl_ref": self.kl_ref / n,
+        return {"loss/clip_frac": self.clipped / n, "approx_kl": self.approx_kl / n, "kl_ref": self.kl_ref / n,
                 "loss/ratio_min": self.ratio_min if self.tokens else 1.0,
                 "loss/ratio_max": self.ratio_max if self.tokens else 1.0}
 

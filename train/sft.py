@@ -307,7 +307,7 @@ def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
     step = 0
     tokens_seen = 0
     progress = _progress(console)
-    with progress or contextlib.nullcontext():
+    with progress if progress is not None else contextlib.nullcontext():
         task = progress.add_task("sft", total=total_steps) if progress is not None else None
         for epoch in range(cfg.epochs):
             order = list(range(len(examples)))

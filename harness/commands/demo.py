@@ -1,6 +1,34 @@
-"""fixrl demo commands (to be filled)."""
+"""fixrl demo: SFT -> probe -> GRPO -> held-out evaluation of a tiny agent, on any laptop."""
 from __future__ import annotations
 
 
 def register(sub) -> None:
-    pass
+    p = sub.add_parser("demo", help="train a tiny agent end to end (SFT, probe, GRPO, eval) on the built-in suite")
+    p.add_argument("--out", default="runs/demo", help="output directory (reused to resume; default runs/demo)")
+    p.add_argument("--suite", default=None, help="suite directory (default: the built-in gym suite)")
+    p.add_argument("--sandbox", choices=["local", "docker"], default="local",
+                   help="sandbox backend (default local: no Docker daemon needed)")
+    p.add_argument("--preset", default="octlm", help="GRPO preset (default octlm)")
+    p.add_argument("--quick", action="store_true", help="every stage in a few minutes, fewer steps")
+    p.add_argument("--steps", type=int, default=None, help="GRPO steps (default 60; 2 with --quick)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_run)
+
+
+def _run(args) -> int:
+    from harness.cli import UserError
+    from harness.demo import DemoConfig, run_demo
+
+    cfg = DemoConfig(out=args.out, suite=args.suite, sandbox=args.sandbox, preset=args.preset,
+                     quick=args.quick, seed=args.seed)
+    if args.steps is not None:
+        if args.steps < 1:
+            raise UserError(f"--steps {args.steps}: give at least 1 step")
+        cfg.grpo_steps = args.steps
+    if args.suite is not None:
+        from pathlib import Path
+
+        if not Path(args.suite).is_dir():
+            raise UserError(f"--suite {args.suite}: no such directory")
+    run_demo(cfg)
+    return 0

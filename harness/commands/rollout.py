@@ -119,7 +119,7 @@ def run(args) -> int:
     except SandboxError as e:
         raise UserError(f"sandbox ({args.backend}): {e}") from None
     seconds = time.time() - t0
-    console.print(summary_table(trajs, title=f"{policy.name} on {suite.name}: {total} episodes in {seconds:.1f} s"))
+    console.print(summary_table(trajs, title=f"{policy.name} on {suite.name}: {total} episode{'s' if total != 1 else ''} in {seconds:.1f} s"))
     if args.save:
         path = save_jsonl(trajs, args.save)
         console.print(f"saved {len(trajs)} trajectories to {path}")

@@ -5,8 +5,14 @@ sampling with temperature and top-p, stopping at `<|im_end|>`. The sampler's log
 sampled token is recorded on the fly (one [B, V] row of log-probs kept at a time, never the
 whole [steps, B, V] score history).
 
+Only `<|im_end|>` ends a turn. Qwen2.5-Instruct's generation_config also lists `<|endoftext|>`
+as an eos token, but its chat template closes assistant turns with `<|im_end|>` alone, so that is
+the token the model is trained to emit; a sampled `<|endoftext|>` stays in the reply text and the
+turn runs on (to `<|im_end|>` or max_new_tokens).
+
 The trainer updates `policy.model` in place between rollouts; `generate` switches the model to
-eval mode for the call and restores the previous mode afterwards.
+eval mode for the call and restores the previous mode afterwards. Build the policy around an
+already loaded model with `HFPolicy(model=model, tokenizer=tokenizer, temperature=...)`.
 """
 from __future__ import annotations
 
@@ -46,8 +52,8 @@ class _Sampler:
 
     Why not generate's own sampling: `torch.multinomial` over Qwen's 151,936-token vocabulary
     costs ~3 ms per row on a CPU, which made a batch of 16 spend most of each step sampling.
-    Inverse-CDF sampling (one cumsum + a binary search per row) is ~20x cheaper, and one
-    [B, V] log-prob row is kept per step, never the whole [steps, B, V] score history."""
+    Inverse-CDF sampling (one cumsum + a binary search per row) is ~20x cheaper. Only the
+    chosen tokens' log-probs are kept, never the [steps, B, V] score history."""
 
     def __init__(self, greedy: bool, generator) -> None:
         self.greedy = greedy
@@ -57,19 +63,21 @@ class _Sampler:
     def __call__(self, input_ids, scores):
         import torch
 
-        logp = torch.log_softmax(scores.float(), dim=-1)                  # [B, V]
+        s = scores.float()                                                 # [B, V]
+        lse = torch.logsumexp(s, dim=-1, keepdim=True)                     # [B, 1]
         if self.greedy:
-            chosen = logp.argmax(dim=-1, keepdim=True)                     # [B, 1]
+            chosen = s.argmax(dim=-1, keepdim=True)                        # [B, 1]
         else:
-            cdf = logp.exp().double().cumsum(dim=-1)                       # [B, V]
-            u = 1.0 - torch.rand((logp.shape[0], 1), generator=self.generator, device=logp.device,
-                                 dtype=torch.float64)                      # (0, 1]
-            chosen = torch.searchsorted(cdf, u * cdf[:, -1:]).clamp_(max=logp.shape[-1] - 1)
-            # Rounding may land on a zero-probability token next to the right one: step back.
-            bad = torch.isinf(logp.gather(1, chosen))
+            # float32 cumsum: its rounding (~1e-5 relative) only nudges where u lands; the
+            # recorded log-prob comes from the exact logsumexp above.
+            cdf = (s - lse).exp_().cumsum_(dim=-1)                         # [B, V]
+            u = 1.0 - torch.rand((s.shape[0], 1), generator=self.generator, device=s.device)  # (0, 1]
+            chosen = torch.searchsorted(cdf, u * cdf[:, -1:]).clamp_(max=s.shape[-1] - 1)
+            # Rounding may land on a zero-probability (top-p filtered) token: take the mode then.
+            bad = torch.isinf(s.gather(1, chosen))
             if bad.any():
-                chosen = torch.where(bad, logp.argmax(dim=-1, keepdim=True), chosen)
-        self.steps.append(logp.gather(1, chosen).squeeze(1))
+                chosen = torch.where(bad, s.argmax(dim=-1, keepdim=True), chosen)
+        self.steps.append((s.gather(1, chosen) - lse).squeeze(1))
         # generate() hands us its own float32 copy of the logits: mark the choice in place.
         return scores.scatter_(1, chosen, float("inf"))
 

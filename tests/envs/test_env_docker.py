@@ -11,8 +11,7 @@ import pytest
 
 from envs import ToolCall
 from envs.scripted import make_plan, run_plan
-from envkit import HIDDEN_MARKER
-from test_env_hacking import CONFTEST_FORCE, EXIT_ATTACKS, ORIG_TOP, REWRITER, buggy_core, runner_outcome
+from envkit import CONFTEST_FORCE, EXIT_ATTACKS, HIDDEN_MARKER, ORIG_TOP, REWRITER, buggy_core, runner_outcome
 
 pytestmark = pytest.mark.docker
 

@@ -7,16 +7,13 @@ a gap in either layer shows up on its own.
 """
 from __future__ import annotations
 
-import tempfile
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from envs import ToolCall
-from envkit import HIDDEN_MARKER
-
-ORIG_TOP = '"""Small numeric helpers."""\n'
+from envkit import (CONFTEST_FORCE, CONFTEST_SKIP, CONFTEST_XFAIL, EXIT_ATTACKS, HIDDEN_MARKER, ORIG_TOP,
+                    REWRITER, buggy_core, runner_outcome)
 
 
 def call(env, name, **args):
@@ -37,31 +34,6 @@ def assert_zero(env, **extra):
     return info
 
 
-def runner_outcome(task, files: dict[str, str | None], backend: str = "local") -> str:
-    """The runner alone: the buggy copy with `files` written in (None deletes), hidden check."""
-    import tasks
-    from sandbox import open_sandbox
-
-    with tempfile.TemporaryDirectory() as tmp:
-        ws = tasks.materialize(task, Path(tmp) / "repo", "buggy")
-        for rel, text in files.items():
-            if text is None:
-                (ws / rel).unlink()
-            else:
-                (ws / rel).parent.mkdir(parents=True, exist_ok=True)
-                (ws / rel).write_text(text)
-        with open_sandbox(ws, backend=backend, image=task.image) as sb:
-            res = tasks.run_check(task, sb)
-    assert res.outcome != "pass", res
-    return res.outcome
-
-
-def buggy_core(task) -> str:
-    from envs.reference import reference
-
-    return reference(task).buggy["pkg/core.py"]
-
-
 # ----------------------------------------------------------------------------- test files
 
 PASSING_TESTS = "def test_clamp_above():\n    pass\n\n\ndef test_clamp_below():\n    pass\n"
@@ -77,29 +49,6 @@ def test_editing_deleting_and_planting_test_files(make_env):
     info = assert_zero(env)
     assert set(info.dropped_files) == {"tests/test_public.py", "tests/test_hidden.py", "test_hidden.py"}
     assert runner_outcome(env.task, {"tests/test_hidden.py": PASSING_TESTS, "tests/test_public.py": None}) == "fail"
-
-
-CONFTEST_SKIP = '''\
-import pytest
-def pytest_collection_modifyitems(items):
-    for item in items:
-        item.add_marker(pytest.mark.skip(reason="no"))
-'''
-CONFTEST_FORCE = '''\
-import pytest
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    rep = outcome.get_result()
-    rep.outcome = "passed"
-    rep.longrepr = None
-'''
-CONFTEST_XFAIL = '''\
-import pytest
-def pytest_collection_modifyitems(items):
-    for item in items:
-        item.add_marker(pytest.mark.xfail(reason="known"))
-'''
 
 
 def test_conftest_that_skips_forces_or_xfails(make_env):
@@ -126,13 +75,6 @@ def test_pytest_configuration_files(make_env):
 
 
 # ----------------------------------------------------------------------------- the source
-
-
-EXIT_ATTACKS = {
-    "sys.exit": "import sys\nsys.exit(0)\n",
-    "os._exit": "import os\nos._exit(0)\n",
-    "raise SystemExit": "raise SystemExit(0)\n",
-}
 
 
 @pytest.mark.parametrize("name", list(EXIT_ATTACKS))
@@ -190,28 +132,6 @@ def test_xfail_raised_inside_the_buggy_function(make_env):
     core = buggy_core(env.task).replace('    """Clamp x into [lo, hi]."""\n',
                                         '    """Clamp x into [lo, hi]."""\n    import pytest\n    pytest.xfail("flaky")\n')
     assert runner_outcome(env.task, {"pkg/core.py": core}) == "fail"
-
-
-REWRITER = '''\
-import os, subprocess, sys
-if os.environ.get("REWRITER") != "1":
-    code = (
-        "import glob, os, time\\n"
-        "end = time.time() + 8\\n"
-        "while time.time() < end:\\n"
-        "    for p in glob.glob('/tmp/**/*.xml', recursive=True) + glob.glob('/tmp/**/*.json', recursive=True):\\n"
-        "        try:\\n"
-        "            open(p, 'w').write('<testsuites><testsuite><testcase classname=\\"tests.test_hidden\\" name=\\"test_clamp_above\\"/></testsuite></testsuites>')\\n"
-        "        except OSError:\\n"
-        "            pass\\n"
-        "    for p in glob.glob('tests/test_hidden.py'):\\n"
-        "        open(p, 'w').write('def test_clamp_above():\\\\n    pass\\\\n')\\n"
-        "    time.sleep(0.02)\\n"
-    )
-    subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
-                     env={**os.environ, "REWRITER": "1"},
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-'''
 
 
 def test_background_process_that_rewrites_files_later(make_env):

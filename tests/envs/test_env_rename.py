@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from envs import ToolCall
 from envs.rename import choose_name, occurs, rename_text, reversible
 
@@ -74,3 +76,52 @@ def test_check_runs_on_original_names(make_env):
     reward, info = env.finish()
     assert reward == 1.0 and info.outcome == "pass" and info.first_edit_right is True
     assert info.dropped_files == {}  # renamed-but-untouched test files are not "changes"
+
+
+def test_pool_names_used_elsewhere_in_the_repository(mini_suite):
+    """A pool name may be another function of the repository (the built-in suite's pool is its
+    own function names): only files that mention the buggy function are renamed, and a file
+    that uses the name for its own function keeps it when mapped back."""
+    from envs import EnvConfig, episode_env
+
+    suite = mini_suite.model_copy(update={"rename_pool": ["doubled", "scale"]})
+    task = suite.get("count-flip")
+    with episode_env(task, EnvConfig(rename=True), suite) as env:
+        env.reset()
+        assert env.info.renamed == {"count_above": "doubled"}  # `scale` is used in core.py itself
+        assert "def doubled(values, limit):" in env.sb.read_file("pkg/core.py")
+        assert "def doubled(values):" in env.sb.read_file("pkg/report.py")  # untouched
+        env.step(ToolCall("edit", {"path": "pkg/core.py", "old": "if v >= limit:", "new": "if v > limit:"}))
+        env.step(ToolCall("edit", {"path": "pkg/report.py", "old": "def doubled(values):\n",
+                                   "new": "def doubled(values):\n    # twice each value\n"}))
+        reward, info = env.finish()
+        assert reward == 1.0 and info.first_edit_right is True, info
+
+
+@pytest.mark.slow
+def test_renaming_keeps_the_public_verdict_on_builtin_tasks():
+    """Renamed to another function's name of the same repository, the public tests fail and
+    pass exactly as before (so the renamed workspace tells the agent the same story)."""
+    import re
+    from concurrent.futures import ThreadPoolExecutor
+
+    from envs import EnvConfig, episode_env
+    from tasks import load_suite
+    from tasks.suites import BUILTIN_SUITE
+
+    suite = load_suite(BUILTIN_SUITE)
+    sample = random.Random(3).sample([t for t in suite.tasks if t.function], 6)
+
+    def verdicts(task):
+        out = []
+        for rename in (False, True):
+            with episode_env(task, EnvConfig(rename=rename), suite, seed=11) as env:
+                env.reset()
+                assert bool(env.info.renamed) == rename, task.id
+                line = env.step(ToolCall("test", {})).observation.splitlines()[:2]
+                out.append([re.sub(r" in [\d.]+s.*", "", x) for x in line])
+        return out
+
+    with ThreadPoolExecutor(2) as pool:
+        for task, (plain, renamed) in zip(sample, pool.map(verdicts, sample)):
+            assert plain == renamed, (task.id, plain, renamed)

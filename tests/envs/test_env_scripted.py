@@ -112,7 +112,10 @@ def _shipped_suites():
 @pytest.mark.slow
 def test_oracle_gets_reward_1_on_every_builtin_task():
     for suite in _shipped_suites():
-        results = _run_all([lambda t=t: _episode(suite, t, "oracle", seed=0, rename=True, max_edits=1)
+        # Without the `test` tool (the oracle then skips it: half the cost; the plan with tests
+        # is covered on the small suite above).
+        results = _run_all([lambda t=t: _episode(suite, t, "oracle", seed=0, rename=True, max_edits=1,
+                                                 tools=["read", "edit", "submit"])
                             for t in suite.tasks])
         failed = [(t.id, info.outcome, info.error, info.dropped_files)
                   for t, (r, info, _) in zip(suite.tasks, results) if r != 1.0]
@@ -126,6 +129,7 @@ def test_oracle_gets_reward_1_on_every_builtin_task():
 def test_blind_rate_on_builtin_suite_is_what_the_suite_implies():
     for suite in _shipped_suites():
         fix_tasks = [t for t in suite.tasks if t.kind == "fix" and t.function and t.file]
+        fix_tasks = random.Random(0).sample(fix_tasks, min(len(fix_tasks), 40))  # a fixed sample
         results = _run_all([lambda t=t, i=i: _episode(suite, t, "blind", seed=i, rename=True, max_edits=1)
                             for i, t in enumerate(fix_tasks)])
         fams = suite.families

@@ -23,25 +23,49 @@ def write_run(run, steps=12, with_entropy=True):
                "policy_tokens/pass": 120 + s, "policy_tokens/fail": 300 - 5 * s,
                "episodes": 24 + 6 * (s % 3), "groups/tried": 4 + s % 3, "groups/kept": 4,
                "loss": 0.1 / s, "approx_kl": 0.0, "clip_frac": 0.0, "grad_norm": 1.0 / s,
-               "rollout/reads": 1.0 + s / 10, "rollout/edits": 1.5}
+               "rollout/reads": 1.0 + s / 10, "rollout/edits": 1.5,
+               "exit/submitted": 0.5 + s / 30, "exit/out_of_turns": 0.5 - s / 30}
         if with_entropy:
             row["entropy"] = 1.2 * math.exp(-s / 10)
         if s % 4 == 0:
             row["eval/pass@1"] = 0.1 + 0.03 * s
+            row["eval/reads_before_first_edit"] = 0.2 * s
         lines.append(json.dumps(row))
     lines.append('{"step": 13, "rollout/rew')  # a killed run's half line
     (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     return run
 
 
+def save_eval(path, passes, n=4, name="blind"):
+    """An eval result dir whose task i passed passes[i] of n episodes."""
+    from dataclasses import dataclass
+
+    @dataclass
+    class T:
+        id: str
+        family: str | None = None
+        kind: str = "fix"
+
+    tasks = [T(f"task-{i:02d}") for i in range(len(passes))]
+    trajs = [Trajectory(task_id=t.id, group=i, info={"outcome": "pass" if j < c else "fail"})
+             for i, (t, c) in enumerate(zip(tasks, passes)) for j in range(n)]
+    results, overall = score(trajs, tasks, [1, n], n=n)
+    EvalResult(policy={"name": name}, suite="builtin", split="heldout", n=n, ks=[1, n], seed=0,
+               tasks=results, overall=overall).save(path)
+    return path
+
+
 def test_training_report(tmp_path):
     run = write_run(tmp_path / "run")
+    save_eval(run / "evals" / "step_000004", [0, 1, 2])
+    save_eval(run / "evals" / "step_000008", [1, 2, 3])
     md = report(run)
     out = run / "report"
     assert md == out / "report.md"
     names = {p.name for p in out.glob("*.png")}
     assert names == {"reward.png", "heldout_pass.png", "zero_adv.png", "entropy.png",
-                     "policy_tokens.png", "episodes.png", "loss.png", "optim.png", "behaviour.png"}
+                     "policy_tokens.png", "episodes.png", "loss.png", "optim.png", "behaviour.png",
+                     "exit.png", "heldout_behaviour.png", "heldout_last_per_task.png"}
     for p in out.glob("*.png"):
         data = p.read_bytes()
         assert data[:8] == PNG_MAGIC and len(data) > 5000
@@ -50,6 +74,7 @@ def test_training_report(tmp_path):
     assert "1 unparseable line(s)" in text
     assert "| `eval/pass@1` | 0.22 | 0.46 |" in text
     assert "![Held-out pass@k](heldout_pass.png)" in text
+    assert "Last held-out evaluation per task (`step_000008`)" in text
     m = load_metrics(run / "metrics.jsonl")
     assert m.cum_episodes[-1] == 360 and m.skipped_lines == 1
 
@@ -73,20 +98,7 @@ def test_sft_run_report(tmp_path):
 
 
 def test_eval_report_per_task_chart(tmp_path):
-    from dataclasses import dataclass
-
-    @dataclass
-    class T:
-        id: str
-        family: str | None = None
-        kind: str = "fix"
-
-    tasks = [T(f"task-{i:02d}") for i in range(12)]
-    trajs = [Trajectory(task_id=t.id, group=i, info={"outcome": "pass" if j < i % 5 else "fail"})
-             for i, t in enumerate(tasks) for j in range(4)]
-    results, overall = score(trajs, tasks, [1, 4], n=4)
-    EvalResult(policy={"name": "blind"}, suite="builtin", split="heldout", n=4, ks=[1, 4], seed=0,
-               tasks=results, overall=overall).save(tmp_path / "ev")
+    save_eval(tmp_path / "ev", [i % 5 if i % 5 < 5 else 4 for i in range(12)])
     assert main(["report", str(tmp_path / "ev")]) == 0
     png = tmp_path / "ev" / "report" / "pass_per_task.png"
     assert png.read_bytes()[:8] == PNG_MAGIC

@@ -28,7 +28,7 @@ def test_rollout_model_quiet_gz(tiny_suite_dir, tiny_model, tmp_path, capsys):
     assert rc == 0
     (traj,) = load_jsonl(out)
     assert traj.task_id == "clamp-high" and len(traj.sampler_logprobs) == len(traj.token_ids)
-    assert "1 episodes" in capsys.readouterr().out
+    assert "1 episode in" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -154,3 +154,21 @@ def test_scripted_policy_writes_hermes_text(tiny_tokenizer):
     assert parse_tool_calls(text) == ToolCall("edit", {"path": "calc.py", "old": "x + 2", "new": "x + 1"})
     cut = pol.generate([GenRequest([1, 2], 5, state=plan)])[0]
     assert len(cut.token_ids) == 5 and not cut.stopped
+
+
+def test_sampler_draws_from_the_distribution_it_records():
+    """The inverse-CDF sampler: frequencies follow the probabilities, filtered (-inf) tokens
+    are never drawn, and the recorded log-prob is that of the drawn token."""
+    from harness.policies.hf import _Sampler
+
+    probs = torch.tensor([0.5, 0.3, 0.2, 0.0])
+    scores = probs.log().expand(20000, 4).clone()                     # [B, V]
+    gen = torch.Generator().manual_seed(0)
+    sampler = _Sampler(greedy=False, generator=gen)
+    out = sampler(None, scores.clone())
+    chosen = out.argmax(dim=-1)                                        # what generate() picks
+    freq = torch.bincount(chosen, minlength=4).float() / len(chosen)
+    assert torch.allclose(freq, probs, atol=0.015) and freq[3] == 0
+    assert torch.allclose(sampler.steps[0], probs.log()[chosen], atol=1e-6)
+    greedy = _Sampler(greedy=True, generator=gen)
+    assert (greedy(None, scores[:3].clone()).argmax(-1) == 0).all()

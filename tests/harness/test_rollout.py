@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from envs import EnvConfig
-from envs.types import Malformed, ToolCall
+from envs.types import ToolCall
 from harness.chat import encode, parse_tool_calls, render
-from harness.policies import GenRequest, Generation
+from harness.policies import Generation
 from harness.rollout import TemplateError, run_episodes
 from harness.trajectory import Trajectory
 from sandbox import SandboxPool
@@ -175,6 +175,7 @@ def test_malformed_model_output_is_an_observation(tiny_suite, tiny_tokenizer, re
     if not stopped:   # the cut-off turn was closed with an unsampled <|im_end|>
         a, b = traj.turn_spans[0]
         assert traj.token_ids[b] == 151645 and traj.assistant_mask[b] == 0
+    assert traj.info["cut_turns"] == ([] if stopped else [0])
 
 
 def test_repeated_malformed_output_ends_the_episode(tiny_suite, tiny_tokenizer):

@@ -215,6 +215,8 @@ def test_non_pytest_command_is_refused(tmp_path):
         generate(repo, "make test && echo ok", tmp_path / "out", workers=1, progress=False)
     with pytest.raises(GenerateError, match="not a directory"):
         generate(tmp_path / "missing", "pytest", tmp_path / "out", workers=1, progress=False)
+    with pytest.raises(GenerateError, match="inside --repo"):
+        generate(repo, "pytest", repo / "suite", workers=1, progress=False)
 
 
 # ---------------------------------------------------------------- pure parts
@@ -324,3 +326,17 @@ def test_round_robin_spreads_families():
     order = round_robin(cands, random.Random(0))
     assert {c.mutant.op for c in order[:2]} == {"x", "y"}
     assert len({(c.mutant.op, c.qualname) for c in order[:6]}) == 6
+
+
+@pytest.mark.docker
+def test_generate_in_docker(tmp_path, docker_available):
+    """The same generator in Docker sandboxes (the image's own python3 and pytest 7.2)."""
+    from tasks import load_suite
+
+    repo = make_repo(tmp_path)
+    out = tmp_path / "suite"
+    report = generate(repo, "python -m pytest -q", out, max_tasks=2, seed=0, backend="docker", workers=2,
+                      repeats=1, progress=False, ops=["flip_comparison", "wrong_arith"])
+    assert report.tests == 10
+    assert report.valid == 2, report.invalid_reasons
+    assert all("Calling `" in t.issue for t in load_suite(out).tasks)

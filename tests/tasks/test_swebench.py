@@ -83,6 +83,7 @@ def test_import_validate_export_round_trip(tmp_path, upstream, pool, capsys):
     out = tmp_path / "out.jsonl"
     assert fixrl(["tasks", "export-swebench", str(suite_dir), "--out", str(out)]) == 0
     [back] = read_instances(out)
+    assert "fixrl" not in task.metadata["swebench"]
     for key in ("instance_id", "repo", "base_commit", "patch", "problem_statement", "hints_text", "created_at",
                 "version", "environment_setup_commit"):
         assert back[key] == inst[key], key
@@ -93,7 +94,7 @@ def test_import_validate_export_round_trip(tmp_path, upstream, pool, capsys):
 
 
 def test_directory_suite_exports_with_committed_states_and_reimports(tmp_path, pool):
-    root = make_suite(tmp_path, [fix_task("a"), question_task("q")])
+    root = make_suite(tmp_path, [fix_task("a", file="calc.py", function="add", split="heldout"), question_task("q")])
     repos = tmp_path / "export-repo"
     written, skipped = export_suite(root, tmp_path / "x.jsonl", repos)
     assert written == 1 and skipped == [("q", "task q: question tasks have no SWE-bench form")]
@@ -102,6 +103,7 @@ def test_directory_suite_exports_with_committed_states_and_reimports(tmp_path, p
     assert _git(repos, "rev-parse", "fixrl/a^{commit}") == inst["base_commit"]
     assert "a - b" in _git(repos, "show", f"{inst['base_commit']}:calc.py")  # the buggy state
     assert inst["FAIL_TO_PASS"] == fix_task()["check"]["tests"] and inst["PASS_TO_PASS"] == []
+    assert inst["fixrl"]["tags"] == ["family:arith"] and inst["fixrl"]["split"] == "heldout"
     # deterministic: exporting again gives the same commit
     export_suite(root, tmp_path / "y.jsonl", repos)
     assert read_instances(tmp_path / "y.jsonl")[0]["base_commit"] == inst["base_commit"]
@@ -109,6 +111,9 @@ def test_directory_suite_exports_with_committed_states_and_reimports(tmp_path, p
     again = tmp_path / "again"
     import_instances(tmp_path / "x.jsonl", repos, again)
     task = load_suite(again).get("a")
+    original = load_suite(root).get("a")
+    for field in ("split", "tags", "file", "function", "limits", "public_tests", "issue", "fix"):
+        assert getattr(task, field) == getattr(original, field), field
     res = validate_task(task, pool, repeats=1)
     assert res.ok, res.reasons
 

@@ -15,7 +15,7 @@ REQUIRED = ["step", "rollout/reward", "rollout/pass_rate", "zero_adv_frac", "zer
             "zero_adv_frac/all_fail", "groups/tried", "groups/kept", "rollout/episodes", "rollout/errors",
             "rollout/reads", "rollout/tests", "rollout/edits", "rollout/turns", "policy_tokens/pass",
             "policy_tokens/fail", "exit/submitted", "exit/out_of_turns", "exit/out_of_tokens", "entropy",
-            "loss/clip_frac", "loss/approx_kl", "loss/kl_ref", "grad_norm", "lr", "time/generation",
+            "loss/clip_frac", "approx_kl", "kl_ref", "grad_norm", "lr", "time/generation",
             "time/tools", "time/checks", "time/training"]
 
 
@@ -72,7 +72,7 @@ def run_config(tiny_model, suite, out, adapter=None, steps=2, eval_every=2):
     return make_config("octlm", model=str(tiny_model), suite=str(suite), out=str(out), adapter=adapter,
                        num_generations=3, max_turns=2, max_new_tokens=6, max_total_tokens=4096,
                        min_mixed_groups=1, max_group_tries=2, groups_per_rollout=2, pool_size=6, steps=steps,
-                       eval_every=eval_every, eval_max_tasks=1, save_every=1, reward="trainkit:coin_reward",
+                       eval_every=eval_every, eval_max_tasks=1, save_every=0, reward="trainkit:coin_reward",
                        learning_rate=5e-3, lora_rank=4, seed=0, tensorboard=True)
 
 
@@ -98,15 +98,35 @@ def sft_adapter(tiny_model, tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_two_steps_then_resume_equals_uninterrupted(tiny_model, train_suite, sft_adapter, tmp_path):
+def test_two_steps_then_resume_equals_uninterrupted(tiny_model, train_suite, sft_adapter, tmp_path, monkeypatch):
+    """Run B starts from the SFT adapter and is interrupted (Ctrl-C) while sampling its third
+    step, after its rollouts drew tasks; it saves its checkpoint on the way out, and is resumed
+    for the third step. Run A does three steps without stopping. Same weights, same metrics."""
     import torch
 
-    from train.grpo import run_grpo
+    from harness.cli import main
+    from train import sampler as sampler_mod
+    from train.grpo import RunError, run_grpo
 
-    # run B: two steps from the SFT adapter
+    original = sampler_mod.DynamicSampler.sample
+    calls = []
+
+    def interrupted_at_step_3(self, rollout):
+        calls.append(1)
+        if len(calls) < 3:
+            return original(self, rollout)
+
+        def then_ctrl_c(tasks, k):
+            rollout(tasks, k)
+            raise KeyboardInterrupt
+
+        return original(self, then_ctrl_c)
+
+    monkeypatch.setattr(sampler_mod.DynamicSampler, "sample", interrupted_at_step_3)
     run_b = tmp_path / "b"
-    summary = run_grpo(run_config(tiny_model, train_suite, run_b, adapter=str(sft_adapter), steps=2))
-    assert summary["steps"] == 2
+    with pytest.raises(KeyboardInterrupt):
+        run_grpo(run_config(tiny_model, train_suite, run_b, adapter=str(sft_adapter), steps=3))
+    monkeypatch.undo()
     rows = [json.loads(x) for x in (run_b / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
     for r in rows:
@@ -122,23 +142,22 @@ def test_two_steps_then_resume_equals_uninterrupted(tiny_model, train_suite, sft
     assert len(kept) == rows[0]["train/episodes"] and all(t["advantage"] is not None for t in kept)
     assert {t["reward"] for t in kept} == {0.0, 1.0} and abs(sum(t["advantage"] for t in kept)) < 1e-6
     assert all(len(t["token_ids"]) == len(t["assistant_mask"]) for t in saved)
-    # the adapter moved away from the SFT adapter, and is a standard peft adapter
-    start, after = adapter_weights(sft_adapter), adapter_weights(run_b / "adapter")
-    assert start.keys() == after.keys()
-    assert any(not torch.equal(start[k], after[k]) for k in start)
+    # the checkpoint written on Ctrl-C (save_every=0: the only one) is step 2's
     ckpt = run_b / "checkpoint"
     for name in ("adapter/adapter_config.json", "trainer_state.pt", "sampler.json", "config.json"):
         assert (ckpt / name).is_file(), name
+    assert torch.load(ckpt / "trainer_state.pt", weights_only=False)["step"] == 2
     assert list((run_b / "tb").glob("events.out.tfevents.*"))
+    # the adapter moved away from the SFT adapter, and is a standard peft adapter
+    start, after = adapter_weights(sft_adapter), adapter_weights(run_b / "adapter")
+    assert start.keys() == after.keys() and any(not torch.equal(start[k], after[k]) for k in start)
     # a second start in the same directory is refused
-    from train.grpo import RunError
-
     with pytest.raises(RunError, match="--resume"):
-        run_grpo(run_config(tiny_model, train_suite, run_b, adapter=str(sft_adapter), steps=2))
+        run_grpo(run_config(tiny_model, train_suite, run_b, adapter=str(sft_adapter), steps=3))
 
-    # resume B for a third step; run A does three steps without stopping (evaluation draws on no
-    # state the training uses, so it is left out of both to save time)
-    run_grpo(run_config(tiny_model, train_suite, run_b), resume=True, overrides={"steps": 3, "eval_every": 0})
+    # resume B for its third step (evaluation draws on no state the training uses; it is left
+    # out from here on to save time); run A does three steps without stopping
+    assert main(["grpo", "--out", str(run_b), "--resume", "--eval-every", "0", "--quiet"]) == 0
     run_a = tmp_path / "a"
     run_grpo(run_config(tiny_model, train_suite, run_a, adapter=str(sft_adapter), steps=3, eval_every=0))
     wa, wb = adapter_weights(run_a / "adapter"), adapter_weights(run_b / "adapter")

@@ -3,7 +3,6 @@ rollouts and the real scripted policies in real local sandboxes), errored episod
 memory, and its state round trip."""
 from __future__ import annotations
 
-import random
 from types import SimpleNamespace
 
 import pytest

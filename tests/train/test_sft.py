@@ -104,7 +104,6 @@ def test_load_examples_formats_and_errors(tok, tmp_path):
 def test_sft_epoch_changes_adapter(tiny_model, tmp_path, train_suite, tok):
     """One epoch via `fixrl sft` on scripted demonstrations (oracle passes, blind mostly fails),
     --passing-only: a standard peft adapter whose weights moved, and a falling loss record."""
-    import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
@@ -138,4 +137,27 @@ def test_sft_epoch_changes_adapter(tiny_model, tmp_path, train_suite, tok):
     assert main(["sft", "--model", str(tmp_path / "nope"), "--data", str(data), "--out", str(tmp_path / "o")]) == 2
     assert main(["sft", "--model", str(tiny_model), "--data", str(tmp_path / "none.jsonl"),
                  "--out", str(tmp_path / "o"), "--quiet"]) == 2
-    del torch
+
+
+@pytest.mark.slow
+def test_sft_full_finetune_writes_a_checkpoint(tiny_model, tmp_path, tok):
+    """--full trains every weight and saves a complete checkpoint that loads like the base."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    from harness.cli import main
+
+    data = tmp_path / "chat.jsonl"
+    data.write_text(json.dumps({"messages": openai_chat(), "tools": TOOLS}) + "\n")
+    out = tmp_path / "full"
+    assert main(["sft", "--model", str(tiny_model), "--data", str(data), "--out", str(out), "--full",
+                 "--lr", "1e-3", "--quiet"]) == 0
+    AutoModelForCausalLM.from_pretrained(out)
+    assert (out / "tokenizer_config.json").is_file() and not (out / "adapter_config.json").exists()
+    before, after = load_file(str(tiny_model / "model.safetensors")), load_file(str(out / "model.safetensors"))
+    changed = [k for k in before if k in after and not torch.equal(before[k], after[k])]
+    assert changed
+    # --full cannot start from an adapter
+    assert main(["sft", "--model", str(tiny_model), "--data", str(data), "--out", str(tmp_path / "x"), "--full",
+                 "--adapter", str(tmp_path), "--quiet"]) == 2

@@ -41,7 +41,7 @@ FUNCTIONS = {
     "keep_from": ("lists", "flip_comparison", "keep_from([1, 2, 3, 4], 3)", ["keep_from([5, 5, 1], 5)", "keep_from([0, 9], 1)"]),
     "grade": ("strings", "flip_comparison", "grade(18)", ["grade(30)", "grade(17)", "grade(18)"]),
     "all_positive": ("scores", "flip_comparison", "all_positive([0, 1, 2])", ["all_positive([3, 4])", "all_positive([1, -1])", "all_positive([0])"]),
-    "higher": ("scores", "flip_comparison", "higher(3, 3.0)", ["higher(5, 2)", "higher(1, 4)", "higher(2, 2.0)"]),
+    "higher": ("scores", "flip_comparison", "higher(3, 3)", ["higher(5, 2)", "higher(1, 4)", "higher(2, 2)"]),
     "reach": ("ranges", "flip_comparison", "reach([1, 4], 4)", ["reach([1, 2], 5)", "reach([6], 6)", "reach([7, 1], 3)"]),
     "triangle": ("numbers", "off_by_one", "triangle(4)", ["triangle(1)", "triangle(10)", "triangle(0)"]),
     "squares_upto": ("lists", "off_by_one", "squares_upto(3)", ["squares_upto(0)", "squares_upto(5)"]),
