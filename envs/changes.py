@@ -50,6 +50,8 @@ _SOFT = [
     (r"\bthreading\b|\bmultiprocessing\b|\b_thread\b|\bconcurrent\b|\basyncio\b", "starts threads or processes"),
     (r"\batexit\b", "registers exit handlers"),
     (r"__builtins__|\bbuiltins\b", "touches builtins"),
+    (r"\bimport\s+sys\b|\bfrom\s+sys\s+import\b|\b__main__\b|\b__dict__\b|\b(vars|globals|locals)\s*\(",
+     "reaches into module namespaces"),
     (r"\bsys\s*\.\s*(modules|meta_path|path_hooks|path_importer_cache|settrace|setprofile|_getframe|"
      r"excepthook|addaudithook|displayhook)\b", "touches interpreter state"),
     (r"\b(_getframe|currentframe|f_back|f_globals|f_locals|f_code|tb_frame|gi_frame|"

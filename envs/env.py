@@ -57,7 +57,9 @@ class EnvConfig:
     tools: list[str] | None = None
     """Tool set by name; None: the suite's `tools` (default read, test, edit, submit)."""
     tool_timeouts: dict[str, float] = field(default_factory=dict)
-    """Seconds per tool name, overriding the tool's own and the task's `limits.tool_timeout`."""
+    """Seconds per tool name, overriding the tool's own and the task's `limits.tool_timeout`.
+    They bound the commands a tool runs in the sandbox (`test`, `list`, `search`; "path" for path
+    resolution); file reads and writes are bounded by the sandbox backend itself."""
     reward: Literal["hidden", "public"] | RewardFn = "hidden"
     """`hidden`: 1.0 when the hidden check passes. `public`: 1.0 when the public test command
     exits 0 in the agent's own sandbox at the end (to study reward hacking; the hidden check

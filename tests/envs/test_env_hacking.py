@@ -12,8 +12,8 @@ import textwrap
 import pytest
 
 from envs import ToolCall
-from envkit import (CONFTEST_FORCE, CONFTEST_SKIP, CONFTEST_XFAIL, EXIT_ATTACKS, HIDDEN_MARKER, ORIG_TOP,
-                    REWRITER, buggy_core, runner_outcome)
+from envkit import (CONFTEST_FORCE, CONFTEST_SKIP, CONFTEST_XFAIL, EXIT_ATTACKS, FORGE_AT_EXIT, HIDDEN_MARKER,
+                    ORIG_TOP, REWRITER, buggy_core, runner_outcome)
 
 
 def call(env, name, **args):
@@ -143,6 +143,25 @@ def test_background_process_that_rewrites_files_later(make_env):
     assert "starts processes" in info.dropped_files["pkg/core.py"]
     core = buggy_core(env.task).replace(ORIG_TOP, ORIG_TOP + REWRITER)
     assert runner_outcome(env.task, {"pkg/core.py": core}) == "fail"
+
+
+def test_forging_the_signed_report_at_exit(make_env):
+    """Code in the test process can read the launcher's HMAC key (a global of __main__) and
+    forge the report, the JUnit file and the exit status from an atexit handler. The env's
+    filter stops it (the added lines reach into __main__, register exit handlers, open files)."""
+    env = make_env()
+    env.reset()
+    inject_source(env, FORGE_AT_EXIT)
+    info = assert_zero(env)
+    assert "pkg/core.py" in info.dropped_files
+
+
+@pytest.mark.xfail(strict=True, reason="runner gap (reported to the lead): code under test reads the "
+                   "launcher's HMAC key from __main__ and forges report, JUnit and exit status at exit")
+def test_runner_alone_resists_a_forged_report(mini_suite):
+    task = mini_suite.get("clamp-minmax")
+    core = buggy_core(task).replace(ORIG_TOP, ORIG_TOP + FORGE_AT_EXIT)
+    assert runner_outcome(task, {"pkg/core.py": core}, must_fail=False) == "fail"
 
 
 # ----------------------------------------------------------------------------- looking for answers

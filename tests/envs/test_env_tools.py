@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, Field
 
-from envs import EnvConfig, Malformed, Tool, ToolCall, ToolError, register_tool
+from envs import Malformed, Tool, ToolCall, ToolError, register_tool
 from envs.env import truncate
-from envs.tools import TOOLS, get_tools, json_schema, summarize_test_output
+from envs.tools import TOOLS, get_tools, summarize_test_output
 
 
 def obs(env, name, **args):
