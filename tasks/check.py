@@ -181,7 +181,7 @@ def parse_junit(text: str) -> dict[tuple[str, str], str]:
 
 _LAUNCHER = r'''
 import os, sys
-_KEY = bytes.fromhex("@@KEY@@")
+_KEY = bytearray.fromhex("@@KEY@@")  # zeroed once the report is signed
 _REPORT = "@@REPORT@@"
 _HERE = os.path.abspath(__file__)
 _DIR = os.path.dirname(_HERE)
@@ -405,7 +405,9 @@ class _Plugin:
             tests = {k: ("tampered" if v == "passed" else v) for k, v in tests.items()}
         body = _dumps({"tests": tests, "collected": self.collected, "exitstatus": int(exitstatus),
                        "tamper": self.tamper}, sort_keys=True)
-        mac = _hmac_new(_KEY, body.encode(), _sha256).hexdigest()
+        mac = _hmac_new(bytes(_KEY), body.encode(), _sha256).hexdigest()
+        # Nothing that runs after this point (exit handlers, threads) can sign another report.
+        _KEY[:] = bytes(len(_KEY))
         with _open(_REPORT, "w") as f:
             f.write(_dumps({"body": body, "mac": mac}))
 
@@ -414,7 +416,10 @@ sys.path.insert(0, os.getcwd())
 sys.argv[0] = pytest.__file__
 _args = @@ARGS@@
 _code = pytest.main(_args, plugins=[_Plugin()])
-sys.exit(int(_code))
+# os._exit, not sys.exit: exit handlers registered by the code under test never run.
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(int(_code))
 '''
 
 

@@ -156,8 +156,6 @@ def test_forging_the_signed_report_at_exit(make_env):
     assert "pkg/core.py" in info.dropped_files
 
 
-@pytest.mark.xfail(strict=True, reason="runner gap (reported to the lead): code under test reads the "
-                   "launcher's HMAC key from __main__ and forges report, JUnit and exit status at exit")
 def test_runner_alone_resists_a_forged_report(mini_suite):
     task = mini_suite.get("clamp-minmax")
     core = buggy_core(task).replace(ORIG_TOP, ORIG_TOP + FORGE_AT_EXIT)

@@ -193,7 +193,7 @@ FORGE_REPORTS = BUGGY + textwrap.dedent("""
     (PATCH_UNITTEST, "unittest.case.TestCase.assertEqual (after collection)"),
     (PLUGIN_SHORT_CIRCUIT, "tampered"),
     (PLUGIN_SWALLOW, "tampered"),
-    (FORGE_REPORTS, "invalid test report"),
+    (FORGE_REPORTS, "test_add failed"),  # exit handlers never run: the real failure stands
 ], ids=["os_exit_at_import", "os_exit_in_call", "sys_exit_at_import", "pytest_exit_in_call", "patch_reports", "patch_callinfo",
         "patch_unittest", "plugin_short_circuit", "plugin_swallow", "forge_reports"])
 def test_reward_hacks_in_the_source_fail(pool, tmp_path, source, why):
