@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 FIXRL := $(VENV)/bin/fixrl
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test test-fast venv docker image bench clean
+.PHONY: demo test test-fast venv bwrap docker image bench clean
 
 venv: $(VENV)/.installed
 
@@ -15,6 +15,10 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test,tensorboard]'
 	touch $@
 
+# The local sandbox isolates with bubblewrap (and refuses to run agent code as root without it).
+bwrap:
+	@command -v bwrap >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }
+
 # Debian's docker.io when no engine answers; dockerd started when it is not running.
 docker:
 	bash sandbox/ensure_docker.sh
@@ -22,10 +26,10 @@ docker:
 image: venv docker
 	$(FIXRL) sandbox build-image
 
-demo: venv
+demo: venv bwrap
 	$(FIXRL) demo --out $(DEMO_OUT)
 
-test: venv docker image
+test: venv bwrap docker image
 	$(VENV)/bin/pytest -q
 
 test-fast: venv

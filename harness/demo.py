@@ -1,7 +1,7 @@
 """`fixrl demo`: the whole of fixrl on any laptop, one stage after another.
 
 1. load the suite (default: the built-in `gym` suite, made for small models);
-2. build a tiny Qwen2-architecture policy and its starting SFT adapter from scripted
+2. build a tiny Qwen2-architecture policy and fine-tune it (SFT) on scripted
    demonstrations on the train split: mostly blind and random play, a small share of informed
    play (read, then the right fix) -- RL can only amplify a skill the start already shows;
 3. probe it: will GRPO have signal?
@@ -42,8 +42,9 @@ class DemoConfig:
     """Demonstration sets per train task, by scripted policy: 1 in 9 reads and fixes right."""
     sft_epochs: int = 3
     sft_learning_rate: float = 1e-3
-    lora_rank: int = 64
-    lora_alpha: int = 128
+    lora_rank: int = 32
+    """Rank of the LoRA adapter GRPO trains on top of the SFT model."""
+    lora_alpha: int = 64
     grpo_steps: int = 60
     grpo_learning_rate: float = 2e-4
     eval_n: int = 8
@@ -52,6 +53,8 @@ class DemoConfig:
     probe_k: int = 4
     pool_size: int = 8
     max_new_tokens: int = 96
+    grpo_overrides: dict[str, Any] = field(default_factory=dict)
+    """GRPOConfig fields set on top of the preset (e.g. num_generations, max_group_tries)."""
 
     def __post_init__(self) -> None:
         if self.quick:
@@ -59,6 +62,9 @@ class DemoConfig:
             self.sft_epochs, self.grpo_steps, self.eval_n, self.probe_k = 1, 2, 2, 2
             self.ks = (1, 2)
             self.hidden_size = min(self.hidden_size, 64)
+            self.max_new_tokens = 48
+            self.grpo_overrides = {"num_generations": 2, "min_mixed_groups": 1, "max_group_tries": 4,
+                                   **self.grpo_overrides}
 
 
 def _stage(console: Any, title: str) -> None:
@@ -70,7 +76,7 @@ def _eval_row(result: Any) -> dict[str, Any]:
     stats = result.overall.get("stats", {})
     row = {f"pass@{k}": result.pass_at(k) for k in result.ks}
     for key in ("reads", "edits", "tests", "turns", "read_before_edit", "reads_before_first_edit",
-                "first_edit_right", "errors"):
+                "first_edit_right"):
         if key in stats:
             row[key] = stats[key]
     return row
@@ -95,6 +101,9 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     from train.sft import SFTConfig, run_sft
     from tasks.suites import GYM_SUITE
 
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
     console = console or Console()
     started = time.time()
     out = Path(cfg.out)
@@ -111,7 +120,7 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
                   f"families {', '.join(suite.families)}; tools {', '.join(suite.tools)}")
 
     # 2. the tiny policy and its SFT adapter from scripted demonstrations
-    _stage(console, "2/5 tiny policy and SFT adapter")
+    _stage(console, "2/5 tiny policy, demonstrations, SFT")
     model = out / "model"
     if not (model / "config.json").exists():
         init_tiny(model, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers,
@@ -128,14 +137,17 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
                 console.print(f"  {kind}: {len(trajs)} demonstrations, pass rate "
                               f"{sum(t.reward for t in trajs) / max(len(trajs), 1):.2f}")
         partial.rename(demos)
-    sft_dir = out / "sft_adapter"
-    if not (sft_dir / "adapter_config.json").exists():
-        run_sft(SFTConfig(model=str(model), data=[str(demos)], out=str(sft_dir), epochs=cfg.sft_epochs,
-                          learning_rate=cfg.sft_learning_rate, lora_rank=cfg.lora_rank,
-                          lora_alpha=cfg.lora_alpha, seed=cfg.seed), console=console)
+    # A LoRA on random weights learns next to nothing (frozen random embeddings and head), so
+    # the tiny model's SFT trains every weight; GRPO then trains a LoRA adapter on top of it, the
+    # set-up a real user has with an SFT'd Qwen2.5 checkpoint.
+    sft_model = out / "sft_model"
+    if not (sft_model / "config.json").exists():
+        run_sft(SFTConfig(model=str(model), data=[str(demos)], out=str(sft_model), epochs=cfg.sft_epochs,
+                          learning_rate=cfg.sft_learning_rate, full_finetune=True, seed=cfg.seed),
+                console=console)
 
-    def load(adapter: Path) -> Any:
-        return HFPolicy(model, adapter=adapter, temperature=1.0, max_new_tokens=cfg.max_new_tokens)
+    def load(adapter: Path | None) -> Any:
+        return HFPolicy(sft_model, adapter=adapter, temperature=1.0, max_new_tokens=cfg.max_new_tokens)
 
     def held_out_eval(name: str, policy: Any) -> Any:
         dest = out / f"eval_{name}"
@@ -150,7 +162,7 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     if probe_file.exists():
         probe = json.loads(probe_file.read_text())
     else:
-        result = run_probe(load(sft_dir), suite, split="train", k=cfg.probe_k, backend=cfg.sandbox,
+        result = run_probe(load(None), suite, split="train", k=cfg.probe_k, backend=cfg.sandbox,
                            seed=cfg.seed + 3, env_config=env_config, pool_size=cfg.pool_size)
         console.print(result.to_text())
         probe = result.to_dict()
@@ -159,27 +171,30 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     # 4. GRPO from the SFT adapter
     _stage(console, f"4/5 GRPO ({cfg.preset}, {cfg.grpo_steps} steps)")
     run_dir = out / "grpo"
-    grpo_cfg = make_config(cfg.preset, model=str(model), adapter=str(sft_dir), suite=str(suite_dir),
+    grpo_cfg = make_config(cfg.preset, model=str(sft_model), adapter=None,
+                           lora_rank=cfg.lora_rank, lora_alpha=cfg.lora_alpha, suite=str(suite_dir),
                            out=str(run_dir), steps=cfg.grpo_steps, learning_rate=cfg.grpo_learning_rate,
                            backend=cfg.sandbox, rename=True, seed=cfg.seed, pool_size=cfg.pool_size,
                            max_new_tokens=cfg.max_new_tokens, eval_every=max(cfg.grpo_steps // 4, 1),
-                           eval_generations=2)
+                           eval_generations=2, **cfg.grpo_overrides)
     summary = run_grpo(grpo_cfg, resume=(run_dir / "checkpoint").exists(), console=console)
 
     # 5. start against end on held-out tasks, next to the best blind policy
     _stage(console, "5/5 held-out evaluation")
     blind = held_out_eval("blind", "blind")
-    start = held_out_eval("start", load(sft_dir))
+    start = held_out_eval("start", load(None))
     end = held_out_eval("end", load(Path(summary["adapter"])))
     comparison = compare(start, end)
     report(run_dir)
 
     table = Table(title=f"held-out tasks ({len(heldout)}), {cfg.eval_n} episodes each")
-    rows = {"blind (no reads)": _eval_row(blind), "SFT start": _eval_row(start), "after GRPO": _eval_row(end)}
+    rows = {"blind": _eval_row(blind), "SFT start": _eval_row(start), "after GRPO": _eval_row(end)}
     columns = list(rows["after GRPO"])
-    table.add_column("policy")
+    short = {"read_before_edit": "read 1st", "reads_before_first_edit": "reads<edit",
+             "first_edit_right": "edit right"}
+    table.add_column("policy", no_wrap=True)
     for c in columns:
-        table.add_column(c, justify="right")
+        table.add_column(short.get(c, c), justify="right")
     for name, row in rows.items():
         table.add_row(name, *("-" if row.get(c) is None else f"{row[c]:.2f}" for c in columns))
     console.print(table)
@@ -191,7 +206,7 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
         "episodes_per_task": cfg.eval_n,
         "start": rows["SFT start"],
         "end": rows["after GRPO"],
-        "blind": rows["blind (no reads)"],
+        "blind": rows["blind"],
         "gain_pass@1": (rows["after GRPO"]["pass@1"] or 0) - (rows["SFT start"]["pass@1"] or 0),
         "probe": {k: probe.get(k) for k in ("mixed_share", "p_mixed_group", "expected_mixed", "verdict")},
         "grpo_steps": summary.get("steps"),

@@ -77,8 +77,9 @@ class GRPOConfig(LoRAConfig):
     """Nucleus sampling. Below 1 the sampler's distribution is no longer the trainer's softmax."""
     max_turns: int = 6
     """Assistant turns per episode before it ends as out of turns."""
-    max_edits: int | None = 1
-    """Applied edits per episode (later edits use a turn and change nothing). None: no cap."""
+    max_edits: int | None = None
+    """Applied edits per episode (later edits use a turn and change nothing: the defence against
+    stacking blind edits). None: the task's own `limits.max_edits`."""
     rename: bool = True
     """Per-episode renaming of the buggy function, so a name carries no information about the fix."""
     max_new_tokens: int = 256

@@ -4,9 +4,9 @@ One forward pass per trajectory over all its turns (not one per turn: that re-re
 once per turn). The decoder blocks run under activation checkpointing, so only each block's
 input is kept for the backward pass. The output head and the log-softmax run only at positions
 that predict an assistant token, a chunk of positions at a time, and each chunk is itself
-checkpointed: the chunk's [chunk, vocab] logits live only while that chunk is computed (in the
-forward, and again in the backward), so logits never take sequence x vocabulary memory and
-the peak does not grow with the number of chunks.
+checkpointed, or (a frozen head, the LoRA case) has its gradient taken in the forward pass:
+the chunk's [chunk, vocab] logits live only while that chunk is computed, so logits never take
+sequence x vocabulary memory and the peak does not grow with the number of chunks.
 
 Numerics: the decoder runs under fp16 autocast on CUDA (a T4 has no bf16); the head's logits
 are cast to float32 before the temperature and the log-softmax. On CPU everything is float32,
@@ -88,14 +88,57 @@ def _head_chunk(head: nn.Module, hidden: Tensor, targets: Tensor, temperature: f
     return logp, entropy
 
 
+class _FrozenHeadLogProbs(torch.autograd.Function):
+    """log p(target) through a frozen linear head, with its gradient taken in the forward pass.
+
+    log p_i depends on hidden_i alone, and d log p_i / d hidden_i = (onehot(y_i) - p_i) W / T,
+    an [H] vector per position. Computing it while the chunk's [n, V] probabilities exist saves
+    [n, H] instead of [n, V] for the backward pass, and the backward is one multiply: no
+    recomputation of the head (2 vocabulary-sized matmuls per chunk instead of 3). Only valid
+    when the head's weights get no gradient (LoRA training; peft's "all-linear" leaves the
+    output head alone); otherwise the checkpointed chunk is used.
+    """
+
+    @staticmethod
+    def forward(ctx, hidden: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor,
+                temperature: float, with_entropy: bool):
+        logits = torch.nn.functional.linear(hidden, weight, bias).float()  # [n, V]
+        if temperature != 1.0:
+            logits.div_(temperature)
+        logp_all = torch.log_softmax(logits, dim=-1)  # [n, V]
+        del logits
+        logp = logp_all.gather(-1, targets[:, None]).squeeze(-1)  # [n]
+        probs = logp_all.exp()  # [n, V]
+        entropy = -(probs * logp_all).sum(-1) if with_entropy else logp.new_empty(0)  # [n]
+        del logp_all
+        coef = probs.neg_()  # [n, V]: onehot(y) - p, built in place
+        coef.scatter_add_(1, targets[:, None], torch.ones_like(logp)[:, None])
+        jac = (coef.to(weight.dtype) @ weight).float() / temperature  # [n, H]
+        ctx.save_for_backward(jac)
+        ctx.hidden_dtype = hidden.dtype
+        ctx.mark_non_differentiable(entropy)
+        return logp, entropy
+
+    @staticmethod
+    def backward(ctx, grad_logp: Tensor, grad_entropy: Tensor):
+        (jac,) = ctx.saved_tensors
+        grad_hidden = (grad_logp.float()[:, None] * jac).to(ctx.hidden_dtype)  # [n, H]
+        return grad_hidden, None, None, None, None, None
+
+
+def _frozen_linear(head: nn.Module) -> bool:
+    return type(head) is nn.Linear and not any(p.requires_grad for p in head.parameters())
+
+
 def head_log_probs(head: nn.Module, hidden: Tensor, targets: Tensor, temperature: float = 1.0,
                    chunk_size: int = DEFAULT_CHUNK_SIZE, return_entropy: bool = False,
                    checkpoint_chunks: bool | None = None) -> tuple[Tensor, Tensor | None]:
     """Log-probs of `targets` under softmax(head(hidden) / temperature), chunk by chunk.
 
     hidden [N, H] (the final-normed hidden states at positions that predict a reply token),
-    targets [N] -> (logp [N], entropy [N] or None). With grad enabled each chunk is
-    checkpointed (its logits are recomputed in the backward pass rather than kept).
+    targets [N] -> (logp [N], entropy [N] or None). With grad enabled, a frozen linear head
+    takes each chunk's gradient in the forward pass (_FrozenHeadLogProbs); any other head has
+    each chunk checkpointed (its logits are recomputed in the backward pass rather than kept).
     """
     if checkpoint_chunks is None:
         checkpoint_chunks = torch.is_grad_enabled()
@@ -105,8 +148,11 @@ def head_log_probs(head: nn.Module, hidden: Tensor, targets: Tensor, temperature
     logps, entropies = [], []
     # equal-sized chunks (no small tail chunk: BLAS takes another kernel for a few rows)
     n_chunks = -(-hidden.shape[0] // chunk_size)
+    fused = torch.is_grad_enabled() and hidden.requires_grad and _frozen_linear(head)
     for h, y in zip(hidden.tensor_split(n_chunks), targets.tensor_split(n_chunks)):  # [n, H], [n]
-        if checkpoint_chunks:
+        if fused:
+            lp, ent = _FrozenHeadLogProbs.apply(h, head.weight, head.bias, y, temperature, return_entropy)
+        elif checkpoint_chunks:
             lp, ent = checkpoint(_head_chunk, head, h, y, temperature, return_entropy, use_reentrant=False)
         else:
             lp, ent = _head_chunk(head, h, y, temperature, return_entropy)

@@ -70,7 +70,7 @@ def load_policy(model: str | Path | None = None, adapter: str | Path | None = No
     """A policy from command-line style arguments: `policy` names a scripted one
     (oracle | blind | random; `seed`, `tokenizer` accepted), or `model` is a checkpoint directory
     with an optional peft `adapter` directory (`temperature`, `top_p`, `max_new_tokens`, `device`,
-    `greedy`, `batch_size` accepted). Raises ValueError / FileNotFoundError with a clear message."""
+    `greedy`, `batch_size`, `cpu_threads` accepted). Raises ValueError / FileNotFoundError with a clear message."""
     if (model is None) == (policy is None):
         raise ValueError("give exactly one of a model directory (--model) or a scripted policy name "
                          f"(--policy {'|'.join(SCRIPTED_POLICIES)})")

@@ -16,6 +16,7 @@ already loaded model with `HFPolicy(model=model, tokenizer=tokenizer, temperatur
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ class _Sampler:
 
     Why not generate's own sampling: `torch.multinomial` over Qwen's 151,936-token vocabulary
     costs ~3 ms per row on a CPU, which made a batch of 16 spend most of each step sampling.
-    Inverse-CDF sampling (one cumsum + a binary search per row) is ~20x cheaper. Only the
+    Inverse-CDF sampling (block sums + two binary searches per row) is ~20x cheaper. Only the
     chosen tokens' log-probs are kept, never the [steps, B, V] score history."""
 
     def __init__(self, greedy: bool, generator) -> None:
@@ -63,23 +64,46 @@ class _Sampler:
     def __call__(self, input_ids, scores):
         import torch
 
-        s = scores.float()                                                 # [B, V]
-        lse = torch.logsumexp(s, dim=-1, keepdim=True)                     # [B, 1]
+        s = scores.float()                                                 # [B, V] (generate's own copy)
+        m = s.max(dim=-1, keepdim=True).values                             # [B, 1]
         if self.greedy:
             chosen = s.argmax(dim=-1, keepdim=True)                        # [B, 1]
+            lse = m + (s - m).exp_().sum(dim=-1, keepdim=True).log_()      # [B, 1]
+            self.steps.append((s.gather(1, chosen) - lse).squeeze(1))
         else:
-            # float32 cumsum: its rounding (~1e-5 relative) only nudges where u lands; the
-            # recorded log-prob comes from the exact logsumexp above.
-            cdf = (s - lse).exp_().cumsum_(dim=-1)                         # [B, V]
+            # In place: the scores become unnormalised probabilities (one [B, V] pass, no copy).
+            e = s.sub_(m).exp_()                                           # [B, V]
+            total = e.sum(dim=-1, keepdim=True)                            # [B, 1]
             u = 1.0 - torch.rand((s.shape[0], 1), generator=self.generator, device=s.device)  # (0, 1]
-            chosen = torch.searchsorted(cdf, u * cdf[:, -1:]).clamp_(max=s.shape[-1] - 1)
+            chosen = _inverse_cdf(e, u * total)                            # [B, 1]
+            p = e.gather(1, chosen)                                        # [B, 1]
             # Rounding may land on a zero-probability (top-p filtered) token: take the mode then.
-            bad = torch.isinf(s.gather(1, chosen))
-            if bad.any():
-                chosen = torch.where(bad, s.argmax(dim=-1, keepdim=True), chosen)
-        self.steps.append((s.gather(1, chosen) - lse).squeeze(1))
-        # generate() hands us its own float32 copy of the logits: mark the choice in place.
-        return scores.scatter_(1, chosen, float("inf"))
+            if (p == 0).any():
+                chosen = torch.where(p == 0, e.argmax(dim=-1, keepdim=True), chosen)
+                p = e.gather(1, chosen)
+            self.steps.append((p.log() - total.log()).squeeze(1))         # log p(chosen)
+        # generate() then takes the argmax: make it exactly the chosen token.
+        return s.scatter_(1, chosen, float("inf"))
+
+
+def _inverse_cdf(weights, target, block: int | None = None):
+    """Per row, the first index whose running sum of `weights` reaches `target` ([B, V], [B, 1]
+    -> [B, 1]). Two levels (block sums, then one block) instead of a cumsum over all V: one
+    read of the weights instead of a read and a write. float32 sums: their rounding (~1e-6)
+    only nudges where the draw lands, never the recorded log-prob."""
+    import torch
+
+    B, V = weights.shape
+    if block is None:  # a power of two dividing V avoids copying the weights to pad them
+        block = next((b for b in (256, 128, 64, 32) if V % b == 0), 256)
+    pad = (-V) % block
+    w = torch.nn.functional.pad(weights, (0, pad)) if pad else weights      # [B, V']
+    blocks = w.view(B, -1, block).sum(dim=-1).cumsum_(dim=-1)              # [B, NB]
+    k = torch.searchsorted(blocks, target).clamp_(max=blocks.shape[1] - 1)  # [B, 1] block index
+    before = torch.where(k > 0, blocks.gather(1, (k - 1).clamp_(min=0)), torch.zeros_like(target))
+    inside = w.view(B, -1, block).gather(1, k[:, :, None].expand(B, 1, block))[:, 0].cumsum_(dim=-1)  # [B, block]
+    j = torch.searchsorted(inside, target - before).clamp_(max=block - 1)  # [B, 1]
+    return (k * block + j).clamp_(max=V - 1)
 
 
 class HFPolicy:
@@ -90,11 +114,15 @@ class HFPolicy:
     def __init__(self, model_path: str | Path | None = None, adapter: str | Path | None = None,
                  temperature: float = 1.0, top_p: float = 1.0, max_new_tokens: int = 256,
                  device: str | None = None, greedy: bool = False, batch_size: int | None = None,
-                 *, model: Any = None, tokenizer: Any = None) -> None:
+                 cpu_threads: int | None = None, *, model: Any = None, tokenizer: Any = None) -> None:
         """Load `model_path` (+ `adapter`), or wrap an already loaded `model` and `tokenizer`
         (what the trainer does: it keeps updating that model in place).
 
-        batch_size: most episodes per `generate` call (None: all live episodes at once)."""
+        batch_size: most episodes per `generate` call (None: all live episodes at once).
+        cpu_threads: torch threads while generating on a CPU (restored afterwards). Default:
+        half the cores, at least one. The sandboxes' processes (tests, checks) run at the same
+        time; with every core given to torch, its OpenMP threads spin-wait on cores they do not
+        get and a 2-core machine generated 4-10x slower in our measurements."""
         import torch
 
         if temperature < 0:
@@ -108,6 +136,9 @@ class HFPolicy:
         self.max_new_tokens = int(max_new_tokens)
         self.greedy = bool(greedy) or self.temperature == 0.0
         self.batch_size = batch_size
+        self.cpu_threads = cpu_threads if cpu_threads is not None else max(1, (os.cpu_count() or 2) // 2)
+        if self.cpu_threads < 1:
+            raise ValueError(f"cpu_threads must be >= 1, got {cpu_threads}")
         self.model_path = str(model_path) if model_path is not None else None
         self.adapter = str(adapter) if adapter is not None else None
         self.name = (Path(model_path).name if model_path is not None else "model") + (
@@ -204,13 +235,19 @@ class HFPolicy:
             bos_token_id=None, num_beams=1, use_cache=True, renormalize_logits=False,
         )
         was_training = self.model.training
+        threads = torch.get_num_threads()
+        on_cpu = torch.device(self.device).type == "cpu"
         self.model.eval()
         try:
+            if on_cpu and threads != self.cpu_threads:
+                torch.set_num_threads(self.cpu_threads)
             with torch.no_grad():
                 seqs = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
                                            generation_config=config,
                                            logits_processor=LogitsProcessorList(processors))
         finally:
+            if on_cpu and torch.get_num_threads() != threads:
+                torch.set_num_threads(threads)
             if was_training:
                 self.model.train()
         new = seqs[:, width:].cpu()                                   # [B, steps]

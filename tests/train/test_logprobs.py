@@ -36,16 +36,24 @@ def trajectory_batch(vocab: int = 512, seed: int = 1):
     return ids, mask
 
 
+def training_loss(logp, mask):
+    """A GRPO-shaped loss: advantages +-1 per row, token mean over the batch's reply tokens
+    (so gradients have the scale training sees, not a sum's)."""
+    adv = torch.tensor([[1.0], [-1.0]])
+    return -(logp * adv * mask).sum() / mask.sum()
+
+
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 def test_matches_plain_forward_values_and_grads(temperature):
-    model = tiny_qwen()
+    model = tiny_qwen()  # trainable tied head: the checkpointed-chunk path
     ids, mask = trajectory_batch()
     ref = plain_log_probs(model, ids, mask, temperature)
-    ref.sum().backward()
+    training_loss(ref, mask).backward()
     ref_grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    assert max(g.abs().max() for g in ref_grads.values()) > 1e-2  # a gradient worth comparing
     model.zero_grad()
     got = reply_log_probs(model, ids, mask, temperature, chunk_size=20)  # 3 chunks of 18-19
-    got.sum().backward()
+    training_loss(got, mask).backward()
     assert got.shape == ids.shape
     assert (got[mask == 0] == 0).all()
     assert (got[mask == 1] < 0).all()
@@ -58,20 +66,23 @@ def test_matches_plain_forward_values_and_grads(temperature):
     assert (again - ref.detach()).abs().max().item() <= 5e-7
 
 
-def test_peft_lora_gradients_match():
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_peft_lora_gradients_match(temperature):
+    """LoRA: the head is frozen, so its gradient is taken in the forward pass (the fused path)."""
     from peft import LoraConfig, get_peft_model
 
     model = get_peft_model(tiny_qwen(), LoraConfig(r=4, lora_alpha=8, target_modules="all-linear",
                                                    init_lora_weights=False))
     ids, mask = trajectory_batch()
-    ref = plain_log_probs(model, ids, mask)
-    (ref * 0.3).sum().backward()
+    ref = plain_log_probs(model, ids, mask, temperature)
+    training_loss(ref, mask).backward()
     ref_grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+    assert max(g.abs().max() for g in ref_grads.values()) > 1e-2
     model.zero_grad()
-    got = reply_log_probs(model, ids, mask, chunk_size=16)
-    (got * 0.3).sum().backward()
+    got = reply_log_probs(model, ids, mask, temperature, chunk_size=20)
+    training_loss(got, mask).backward()
     assert (got - ref).abs().max().item() <= 5e-7
-    assert ref_grads and all(n for n in ref_grads if "lora_" in n)
+    assert ref_grads and all("lora_" in n for n in ref_grads)
     for n, p in model.named_parameters():
         if p.requires_grad:
             assert torch.allclose(p.grad, ref_grads[n], atol=1e-5, rtol=0), n
@@ -119,13 +130,20 @@ def test_checkpointing_is_scoped():
     assert all("forward" not in vars(layer) for layer in decoder.layers)
 
 
-def test_head_chunks_equal_one_pass():
+@pytest.mark.parametrize("frozen", [True, False])
+def test_head_chunks_equal_one_pass(frozen):
+    """Chunked (fused when the head is frozen, checkpointed otherwise) against autograd through
+    one full log-softmax: values, gradients of the hidden states and entropies."""
     torch.manual_seed(0)
-    head = torch.nn.Linear(16, 300, bias=False)
+    head = torch.nn.Linear(16, 300, bias=True).requires_grad_(not frozen)
     h = torch.randn(37, 16, requires_grad=True)
     y = torch.randint(0, 300, (37,))
-    one, _ = head_log_probs(head, h, y, 0.9, chunk_size=1000)
-    many, _ = head_log_probs(head, h, y, 0.9, chunk_size=4)
-    g1 = torch.autograd.grad(one.sum(), h)[0]
-    g2 = torch.autograd.grad(many.sum(), h)[0]
-    assert torch.allclose(one, many, atol=1e-6) and torch.allclose(g1, g2, atol=1e-6)
+    w = torch.randn(37)
+    logp_all = torch.log_softmax(head(h) / 0.9, -1)
+    ref = logp_all.gather(-1, y[:, None]).squeeze(-1)
+    ref_ent = -(logp_all.exp() * logp_all).sum(-1)
+    g_ref = torch.autograd.grad((ref * w).sum(), h)[0]
+    many, ent = head_log_probs(head, h, y, 0.9, chunk_size=10, return_entropy=True)
+    g = torch.autograd.grad((many * w).sum(), h)[0]
+    assert torch.allclose(many, ref, atol=1e-6) and torch.allclose(g, g_ref, atol=1e-6)
+    assert torch.allclose(ent, ref_ent, atol=1e-5) and not ent.requires_grad

@@ -172,3 +172,17 @@ def test_sampler_draws_from_the_distribution_it_records():
     assert torch.allclose(sampler.steps[0], probs.log()[chosen], atol=1e-6)
     greedy = _Sampler(greedy=True, generator=gen)
     assert (greedy(None, scores[:3].clone()).argmax(-1) == 0).all()
+
+
+def test_inverse_cdf_across_blocks():
+    from harness.policies.hf import _inverse_cdf
+
+    w = torch.zeros(3, 1000)
+    w[:, [3, 300, 999]] = torch.tensor([0.2, 0.5, 0.3])
+    targets = torch.tensor([[0.1], [0.69], [0.71]])
+    assert _inverse_cdf(w, targets).tolist() == [[3], [300], [999]]
+    u = torch.rand(30000, 1, generator=torch.Generator().manual_seed(1))
+    picks = _inverse_cdf(w[:1].expand(30000, 1000).contiguous(), u)[:, 0]
+    freq = torch.bincount(picks, minlength=1000)[[3, 300, 999]].float() / 30000
+    assert torch.allclose(freq, torch.tensor([0.2, 0.5, 0.3]), atol=0.015)
+    assert set(picks.tolist()) == {3, 300, 999}

@@ -1,0 +1,51 @@
+"""`fixrl demo --quick` end to end: every stage runs for real (tiny checkpoint, local sandboxes,
+SFT, probe, GRPO, evaluations, report) and leaves its outputs. The size of the gain is the
+benchmark's business (README), not this test's."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.slow
+def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    run = subprocess.run([sys.executable, "-m", "harness.cli", "demo", "--quick", "--out", str(out)],
+                         capture_output=True, text=True, timeout=1800)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+
+    # 2. the tiny policy, the demonstrations it was fine-tuned on, the SFT checkpoint
+    assert (out / "model" / "config.json").exists()
+    demos = [json.loads(line) for line in (out / "demos.jsonl").read_text().splitlines()]
+    assert {d["info"]["outcome"] for d in demos} <= {"pass", "fail"}
+    assert any(d["reward"] == 1.0 for d in demos) and any(d["reward"] == 0.0 for d in demos)
+    assert (out / "sft_model" / "config.json").exists()
+    base = (out / "model" / "model.safetensors").read_bytes()
+    assert (out / "sft_model" / "model.safetensors").read_bytes() != base, "SFT changed no weight"
+
+    # 3. the probe's figures
+    probe = json.loads((out / "probe.json").read_text())
+    assert 0.0 <= probe["p_mixed_group"] <= 1.0 and "verdict" in probe
+
+    # 4. GRPO: metrics per step, trajectories, an adapter in peft format, plots
+    run_dir = out / "grpo"
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2]
+    assert all("rollout/reward" in r for r in rows)
+    assert (run_dir / "adapter" / "adapter_config.json").exists()
+    assert list(run_dir.glob("trajectories/*")), "no trajectories saved"
+    assert list(run_dir.glob("**/*.png")) and (run_dir / "report.md").exists()
+
+    # 5. held-out evaluations and the machine-readable results
+    for name in ("blind", "start", "end"):
+        assert (out / f"eval_{name}" / "results.json").exists()
+    results = json.loads((out / "results.json").read_text())
+    for key in ("start", "end", "blind", "gain_pass@1", "minutes"):
+        assert key in results
+    assert 0.0 <= results["end"]["pass@1"] <= 1.0
+    assert "reads_before_first_edit" in results["end"]
+    assert "held-out tasks" in run.stdout
