@@ -35,13 +35,13 @@ class DemoConfig:
     quick: bool = False
     """Every stage in a few minutes, with fewer steps and episodes (the tests run this)."""
     seed: int = 0
-    hidden_size: int = 128
+    hidden_size: int = 64
     """Width of the tiny policy (its tokenizer and chat format are Qwen2.5's)."""
     num_layers: int = 2
     demo_mix: dict[str, int] = field(default_factory=lambda: {"random": 4, "blind": 4, "oracle": 1})
     """Demonstration sets per train task, by scripted policy: 1 in 9 reads and fixes right."""
-    sft_epochs: int = 3
-    sft_learning_rate: float = 1e-3
+    sft_epochs: int = 6
+    sft_learning_rate: float = 2e-3
     lora_rank: int = 32
     """Rank of the LoRA adapter GRPO trains on top of the SFT model."""
     lora_alpha: int = 64
@@ -185,7 +185,7 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     start = held_out_eval("start", load(None))
     end = held_out_eval("end", load(Path(summary["adapter"])))
     comparison = compare(start, end)
-    report(run_dir)
+    report_md = report(run_dir)
 
     table = Table(title=f"held-out tasks ({len(heldout)}), {cfg.eval_n} episodes each")
     rows = {"blind": _eval_row(blind), "SFT start": _eval_row(start), "after GRPO": _eval_row(end)}
@@ -214,6 +214,6 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
         "quick": cfg.quick,
     }
     (out / "results.json").write_text(json.dumps(results, indent=2))
-    console.print(f"results: {out / 'results.json'}  report: {run_dir / 'report.md'}  "
+    console.print(f"results: {out / 'results.json'}  report: {report_md}  "
                   f"({results['minutes']:.1f} min)")
     return results

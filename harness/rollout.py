@@ -258,10 +258,12 @@ def run_episodes(policy: Policy, tasks: list[Any], n: int, *, suite: Any, pool: 
     """Run `n` episodes of each task; return their trajectories ordered by (task, sample).
 
     All live episodes (at most the pool's size) advance in lockstep: one `policy.generate` per
-    turn for all of them. `traj.group` is the task's index in `tasks`; `traj.info` is the
-    episode's EpisodeInfo as a dict plus `sample` (0..n-1), `seed` and `cut_turns` (indices of
-    the assistant turns cut at the token limit, closed with an unsampled `<|im_end|>`). Errored episodes have
-    `info["outcome"] == "error"`. `progress(traj)` is called as each episode finishes.
+    turn for all of them, after every tool call of the previous turn has returned (a slow tool
+    call holds the turn back; its timeout bounds the wait). `traj.group` is the task's index in
+    `tasks`; `traj.info` is the episode's EpisodeInfo as a dict plus `sample` (0..n-1), `seed`
+    and `cut_turns` (indices of the assistant turns cut at the token limit, closed with an
+    unsampled `<|im_end|>`). Errored episodes have `info["outcome"] == "error"`.
+    `progress(traj)` is called (in the caller's thread) as each episode finishes.
     """
     from sandbox import SandboxError
 

@@ -272,8 +272,8 @@ def _print(r: dict) -> None:
     c.print(f"[bold]fixrl bench logprobs[/]: {r['model']}")
     c.print(f"trajectory: {t['tokens']} tokens, {t['reply_tokens']} of them the model's, {t['turns']} turns; "
             f"chunk {t['chunk_size']} positions")
-    c.print(f"memory: {r['memory_method']}")
-    c.print(f"time: {r['time_method']}")
+    c.print(f"memory: {r['memory_method']}", markup=False)
+    c.print(f"time: {r['time_method']}", markup=False)
     if not r["exact_peaks"]:
         c.print("[yellow]warning: could not reset the peak-RSS counter; peaks may include set-up[/]")
     res = r["results"]
@@ -292,7 +292,7 @@ def _print(r: dict) -> None:
     c.print(table)
     one = r["one_tensor_mib"]
     c.print(f"for scale: one [T, V] float32 tensor is {one['T_x_V_float32']:.0f} MiB; one [chunk, V] "
-            f"{one['chunk_x_V_float32']:.0f} MiB")
+            f"{one['chunk_x_V_float32']:.0f} MiB", markup=False)
     for k, v in r["ratios"].items():
         c.print(f"  {k}: {v:.2f}")
     for k, ok in r["targets"].items():

@@ -253,6 +253,8 @@ def grpo_update(model: Any, groups: list[list[Any]], cfg: GRPOConfig, optimizer:
             optimizer.zero_grad(set_to_none=True)
             mb_loss = 0.0
             train_idx = [k for k in mb if items[k][1] != 0.0 or kl_on]
+            if not train_idx:  # nothing to learn here (and GradScaler.step needs a backward first)
+                continue
             for i in range(0, len(train_idx), micro):
                 ks = train_idx[i:i + micro]
                 batch = [items[k] for k in ks]

@@ -38,7 +38,7 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     assert all("rollout/reward" in r for r in rows)
     assert (run_dir / "adapter" / "adapter_config.json").exists()
     assert list(run_dir.glob("trajectories/*")), "no trajectories saved"
-    assert list(run_dir.glob("**/*.png")) and (run_dir / "report.md").exists()
+    assert list(run_dir.glob("report/*.png")) and (run_dir / "report" / "report.md").exists()
 
     # 5. held-out evaluations and the machine-readable results
     for name in ("blind", "start", "end"):

@@ -35,7 +35,9 @@ def test_batched_generation_records_sampler_log_probs(tiny_policy):
     pol.temperature, pol.top_p, pol.greedy = 0.7, 1.0, False
     a, b = _prompts(pol.tokenizer)
     pol.seed(123)
+    threads = torch.get_num_threads()
     gens = pol.generate([GenRequest(a, 12), GenRequest(b, 5), GenRequest(a, 12)])
+    assert torch.get_num_threads() == threads     # generation's own thread count is restored
     assert [len(g.token_ids) for g in gens] == [12, 5, 12]   # a random model never ends its turn
     assert not any(g.stopped for g in gens)
     assert gens[0].token_ids != gens[2].token_ids              # rows sample independently
