@@ -25,6 +25,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--batch", type=int, default=30, help="episodes in lockstep in the batched arm (default 30)")
     parser.add_argument("--max-new-tokens", type=int, default=64, help="tokens per turn (default 64)")
     parser.add_argument("--turns", type=int, default=3, help="turns per episode (default 3)")
+    parser.add_argument("--cpu-threads", type=int, help="torch threads while generating on a CPU (default: half the cores)")
     parser.add_argument("--backend", default="local", choices=["local", "docker"])
     parser.add_argument("--seed", type=int, default=0)
 
@@ -101,7 +102,8 @@ def run(args) -> int:
         tasks = [t for t in suite.tasks if t.kind == "fix"][: max(1, min(len(suite.tasks), 3))]
         n_per_task = max(1, args.episodes // len(tasks))
         try:
-            policy = HFPolicy(model, temperature=1.0, max_new_tokens=args.max_new_tokens)
+            policy = HFPolicy(model, temperature=1.0, max_new_tokens=args.max_new_tokens,
+                              cpu_threads=args.cpu_threads)
         except (OSError, ValueError) as e:
             raise UserError(f"--model {model}: {e}") from None
         # Warm-up (first-call allocations, lazy imports) outside the timed arms.
