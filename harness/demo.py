@@ -45,7 +45,7 @@ class DemoConfig:
     lora_rank: int = 32
     """Rank of the LoRA adapter GRPO trains on top of the SFT model."""
     lora_alpha: int = 64
-    grpo_steps: int = 60
+    grpo_steps: int = 20
     grpo_learning_rate: float = 2e-4
     eval_n: int = 8
     """Episodes per held-out task in the start and end evaluations."""
@@ -53,8 +53,9 @@ class DemoConfig:
     probe_k: int = 4
     pool_size: int = 8
     max_new_tokens: int = 96
-    grpo_overrides: dict[str, Any] = field(default_factory=dict)
-    """GRPOConfig fields set on top of the preset (e.g. num_generations, max_group_tries)."""
+    grpo_overrides: dict[str, Any] = field(default_factory=lambda: {"max_group_tries": 8})
+    """GRPOConfig fields set on top of the preset (e.g. num_generations, max_group_tries); half
+    the preset's 16 tries keeps a step of a start with little signal to about a minute here."""
 
     def __post_init__(self) -> None:
         if self.quick:
@@ -63,8 +64,8 @@ class DemoConfig:
             self.ks = (1, 2)
             self.hidden_size = min(self.hidden_size, 64)
             self.max_new_tokens = 48
-            self.grpo_overrides = {"num_generations": 2, "min_mixed_groups": 1, "max_group_tries": 4,
-                                   **self.grpo_overrides}
+            self.grpo_overrides = {**self.grpo_overrides, "num_generations": 2, "min_mixed_groups": 1,
+                                   "max_group_tries": 4}
 
 
 def _stage(console: Any, title: str) -> None:

@@ -10,7 +10,7 @@ def register(sub) -> None:
                    help="sandbox backend (default local: no Docker daemon needed)")
     p.add_argument("--preset", default="octlm", help="GRPO preset (default octlm)")
     p.add_argument("--quick", action="store_true", help="every stage in a few minutes, fewer steps")
-    p.add_argument("--steps", type=int, default=None, help="GRPO steps (default 60; 2 with --quick)")
+    p.add_argument("--steps", type=int, default=None, help="GRPO steps (default 20; 2 with --quick)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=_run)
 
