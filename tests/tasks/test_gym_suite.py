@@ -1,0 +1,46 @@
+"""The `gym` suite the demo trains on: its design claims, checked on the shipped files."""
+from __future__ import annotations
+
+import pytest
+
+from tasks import load_suite, materialize, validate_suite
+from tasks.suites import GYM_SUITE
+
+# family -> the marker its bug leaves (never present in clean code)
+MARKERS = {"swap_minmax": "min(", "flip_comparison": " > ", "off_by_one": "range(n)",
+           "wrong_init": "total = 1", "wrong_arith": " - "}
+
+
+@pytest.fixture(scope="module")
+def gym():
+    return load_suite(GYM_SUITE)
+
+
+def test_gym_shape_and_split(gym):
+    assert len(gym.tasks) == 30
+    train, heldout = gym.split("train"), gym.split("heldout")
+    assert (len(train), len(heldout)) == (20, 10)
+    assert not {t.function for t in train} & {t.function for t in heldout}
+    for family in MARKERS:
+        assert sum(t.family == family for t in heldout) == 2
+    assert all(t.limits.max_edits == 1 and t.function for t in gym.tasks)
+
+
+def test_every_buggy_file_shows_exactly_its_familys_marker(gym, tmp_path):
+    for task in gym.tasks:
+        clean = (materialize(task, tmp_path / task.id / "clean", "clean") / task.file).read_text()
+        buggy = (materialize(task, tmp_path / task.id / "buggy", "buggy") / task.file).read_text()
+        assert all(marker not in clean for marker in MARKERS.values()), task.id
+        counts = {f: buggy.count(m) for f, m in MARKERS.items()}
+        assert counts == {f: int(f == task.family) for f in MARKERS}, (task.id, counts)
+        # the issue names the function and its file, never the marker or the fixed line
+        assert task.function in task.issue and task.file in task.issue
+        bug_line = next(line for line in buggy.splitlines() if MARKERS[task.family] in line).strip()
+        assert bug_line not in task.issue, task.id
+
+
+def test_one_task_per_family_validates(gym):
+    sample = [next(t.id for t in gym.tasks if t.family == f) for f in MARKERS]
+    results = validate_suite(gym, backend="local", jobs=2, repeats=1, task_ids=sample)
+    assert [r.task_id for r in results if not r.ok] == [], [r.reasons for r in results if not r.ok]
+    assert len(results) == len(sample)
