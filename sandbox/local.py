@@ -84,20 +84,22 @@ def bwrap_args(ws: str, tmp: str, bindir: str, as_root: bool, network: bool = Fa
             args += ["--symlink", os.readlink(d), d]
         elif os.path.isdir(d):
             args += ["--ro-bind", d, d]
+    args += ["--perms", "0755", "--dir", os.path.dirname(os.path.dirname(BIN_IN_SANDBOX)),
+             "--perms", "0755", "--dir", os.path.dirname(BIN_IN_SANDBOX)]
+    args += ["--proc", "/proc", "--dev", "/dev", "--ro-bind-try", "/sys", "/sys",
+             "--bind", ws, WORKDIR, "--bind", tmp, "/tmp", "--ro-bind", bindir, BIN_IN_SANDBOX]
+    # After the private /tmp: an interpreter or venv that lives under /tmp (a checkout there)
+    # must not be hidden by it.
     made: set[str] = set()
     for d in _python_dirs():
         parts = d.strip("/").split("/")
         for i in range(1, len(parts)):  # parents traversable by the sandbox's uid
             parent = "/" + "/".join(parts[:i])
-            if parent not in made:
+            if parent not in made and parent != "/tmp":
                 made.add(parent)
                 args += ["--perms", "0755", "--dir", parent]
         args += ["--ro-bind", d, d]
-    args += ["--perms", "0755", "--dir", os.path.dirname(os.path.dirname(BIN_IN_SANDBOX)),
-             "--perms", "0755", "--dir", os.path.dirname(BIN_IN_SANDBOX)]
-    args += ["--proc", "/proc", "--dev", "/dev", "--ro-bind-try", "/sys", "/sys",
-             "--bind", ws, WORKDIR, "--bind", tmp, "/tmp", "--ro-bind", bindir, BIN_IN_SANDBOX,
-             "--remount-ro", "/", "--hostname", "sandbox",
+    args += ["--remount-ro", "/", "--hostname", "sandbox",
              "--die-with-parent", "--new-session", "--chdir", WORKDIR]
     if as_root:
         args += ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
