@@ -40,7 +40,9 @@ class DemoConfig:
     num_layers: int = 2
     demo_mix: dict[str, int] = field(default_factory=lambda: {"random": 4, "blind": 4, "oracle": 1})
     """Demonstration sets per train task, by scripted policy: 1 in 9 reads and fixes right."""
-    sft_epochs: int = 6
+    sft_epochs: int = 12
+    """Passes over the demonstrations; tool-call JSON is still broken after 6 (loss 0.70) and
+    starts to come out well-formed around 12 (loss 0.30) for the 64-wide model."""
     sft_learning_rate: float = 2e-3
     lora_rank: int = 32
     """Rank of the LoRA adapter GRPO trains on top of the SFT model."""
