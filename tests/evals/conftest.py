@@ -3,12 +3,11 @@ the generator's own mutation operators (so each task's family tag is what the bl
 repair knows), all in the heldout split (so `train` is an empty split)."""
 from __future__ import annotations
 
-import difflib
 import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
+from minisuite import write_mutant_suite
 
 OPS = textwrap.dedent('''\
     """Small helpers."""
@@ -75,33 +74,13 @@ PICKS = [("clamp-minmax", "clamp", "swap_minmax"),
          ("scale-arith", "scale", "wrong_arith")]
 
 
-def _diff(old: str, new: str, path: str) -> str:
-    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
-                                        f"a/{path}", f"b/{path}"))
-
-
 def build_suite(root: Path) -> Path:
-    from tasks.mutate import OPERATORS
-
-    (root / "repo" / "tests").mkdir(parents=True)
-    (root / "repo" / "ops.py").write_text(OPS)
-    (root / "repo" / "tests" / "test_ops.py").write_text(PUBLIC_TESTS)
-    (root / "suite.yaml").write_text(yaml.safe_dump({"name": "mini", "defaults": {
-        "repo": "repo", "split": "heldout", "file": "ops.py",
-        "public_tests": "python -m pytest -q tests/test_ops.py",
-        "limits": {"max_turns": 6, "max_edits": 2}}}))
-    (root / "tasks").mkdir()
-    for task_id, fn, family in PICKS:
-        mutant = OPERATORS[family](OPS, fn)[0]
-        task = {"id": task_id, "function": fn, "tags": [f"family:{family}"],
-                "issue": f"`{fn}` gives wrong results; the tests for it fail.",
-                "bug_files": {"ops.py": mutant.source},
-                "fix": _diff(mutant.source, OPS, "ops.py"),
-                "check": {"command": "python -m pytest -q tests/test_hidden.py",
-                          "files": {"tests/test_hidden.py": HIDDEN_TESTS},
-                          "timeout": 60}}
-        (root / "tasks" / f"{task_id}.yaml").write_text(yaml.safe_dump(task, sort_keys=False))
-    return root
+    return write_mutant_suite(root, source=OPS, public_tests=PUBLIC_TESTS, hidden_tests=HIDDEN_TESTS,
+                              picks=[(task_id, fn, family, None) for task_id, fn, family in PICKS],
+                              suite={"name": "mini", "defaults": {
+                                  "repo": "repo", "split": "heldout", "file": "ops.py",
+                                  "public_tests": "python -m pytest -q tests/test_ops.py",
+                                  "limits": {"max_turns": 6, "max_edits": 2}}})
 
 
 @pytest.fixture(scope="session")

@@ -2,13 +2,13 @@
 rates, and a reward of the episode info that varies within a group for a random tiny model."""
 from __future__ import annotations
 
-import difflib
 import random
 import textwrap
 import zlib
 from pathlib import Path
 
-import yaml
+from minisuite import write_mutant_suite
+
 
 OPS = textwrap.dedent('''\
     """Small helpers."""
@@ -63,31 +63,14 @@ PICKS = [("clamp-minmax", "clamp", "swap_minmax", "train"),
          ("count-init", "count_below", "wrong_init", "heldout")]
 
 
-def _diff(old: str, new: str, path: str) -> str:
-    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}"))
-
-
 def build_suite(root: Path) -> Path:
-    from tasks.mutate import OPERATORS
-
-    (root / "repo" / "tests").mkdir(parents=True)
-    (root / "repo" / "ops.py").write_text(OPS)
-    (root / "repo" / "tests" / "test_ops.py").write_text(PUBLIC_TESTS)
-    (root / "suite.yaml").write_text(yaml.safe_dump({
-        "name": "trainmini",
-        "rename_pool": ["alpha", "bravo", "delta", "echo", "golf", "hotel", "india", "kilo"],
-        "defaults": {"repo": "repo", "file": "ops.py", "public_tests": "python -m pytest -q tests/test_ops.py",
-                     "limits": {"max_turns": 4, "max_edits": 1}}}))
-    (root / "tasks").mkdir()
-    for task_id, fn, family, split in PICKS:
-        mutant = OPERATORS[family](OPS, fn)[0]
-        task = {"id": task_id, "function": fn, "split": split, "tags": [f"family:{family}"],
-                "issue": f"`{fn}` gives wrong results; the tests for it fail.",
-                "bug_files": {"ops.py": mutant.source}, "fix": _diff(mutant.source, OPS, "ops.py"),
-                "check": {"command": "python -m pytest -q tests/test_hidden.py",
-                          "files": {"tests/test_hidden.py": HIDDEN_TESTS}, "timeout": 60}}
-        (root / "tasks" / f"{task_id}.yaml").write_text(yaml.safe_dump(task, sort_keys=False))
-    return root
+    return write_mutant_suite(root, source=OPS, public_tests=PUBLIC_TESTS, hidden_tests=HIDDEN_TESTS, picks=PICKS,
+                              suite={"name": "trainmini",
+                                     "rename_pool": ["alpha", "bravo", "delta", "echo", "golf", "hotel", "india",
+                                                     "kilo"],
+                                     "defaults": {"repo": "repo", "file": "ops.py",
+                                                  "public_tests": "python -m pytest -q tests/test_ops.py",
+                                                  "limits": {"max_turns": 4, "max_edits": 1}}})
 
 
 def coin_reward(info) -> float:
