@@ -6,8 +6,10 @@ Used by the env (`first_edit_right`) and the scripted policies (the oracle's edi
 from __future__ import annotations
 
 import ast
-import hashlib
 import difflib
+import hashlib
+import os
+import re
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -105,6 +107,57 @@ def next_edit(current: str, target: str, edits_left: int | None = None) -> tuple
     if not old:  # empty file: nothing to anchor an exact-snippet edit on
         return None
     return old, new
+
+
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+def shrink_edit(text: str, old: str, new: str) -> tuple[str, str]:
+    """The smallest token-aligned edit (old', new') with the same result as replacing `old`
+    (which occurs once in `text`) by `new`: the changed characters, widened to whole tokens
+    (identifiers, numbers, single punctuation marks, whitespace runs), then a token at a time,
+    right then left, until `old'` occurs exactly once. `return min(xs)` -> `return max(xs)`
+    becomes `min` -> `max`; what a careful agent would type, and much less to copy than a line."""
+    start = text.find(old)
+    if start < 0 or text.count(old) != 1 or old == new:
+        return old, new
+    p = len(os.path.commonprefix([old, new]))
+    s = len(os.path.commonprefix([old[p:][::-1], new[p:][::-1]]))
+    A, B = start + p, start + len(old) - s                   # text[A:B] -> repl
+    repl = new[p:len(new) - s]
+    spans = [m.span() for m in _TOKEN.finditer(text)]
+    if not spans:
+        return old, new
+    lo = next(i for i, (_, e) in enumerate(spans) if e > A) if A < len(text) else len(spans)
+    if A == B:                                               # an insertion: take a neighbour
+        lo = max(lo - 1, 0) if lo > 0 else 0
+        hi = lo
+    else:
+        hi = next(i for i, (_, e) in enumerate(spans) if e >= B)
+    lo, hi = min(lo, len(spans) - 1), min(hi, len(spans) - 1)
+    def stays(i: int) -> bool:  # token i exists and does not leave the line
+        return 0 <= i < len(spans) and "\n" not in text[spans[i][0]:spans[i][1]]
+
+    right = True
+    while True:
+        a, b = min(spans[lo][0], A), max(spans[hi][1], B)
+        snippet = text[a:b]
+        if snippet.strip() == snippet and snippet and text.count(snippet) == 1:
+            return snippet, text[a:A] + repl + text[B:b]
+        if lo == 0 and hi == len(spans) - 1:
+            return old, new
+        # Never stop on whitespace; prefer growing within the line; else alternate sides.
+        if snippet != snippet.rstrip() and hi < len(spans) - 1:
+            hi += 1
+        elif snippet != snippet.lstrip() and lo > 0:
+            lo -= 1
+        elif stays(hi + 1) != stays(lo - 1):
+            hi, lo = (hi + 1, lo) if stays(hi + 1) else (hi, lo - 1)
+        elif (right and hi < len(spans) - 1) or lo == 0:
+            hi += 1
+        else:
+            lo -= 1
+        right = not right
 
 
 def _functions(tree: ast.AST) -> dict[str, ast.AST]:

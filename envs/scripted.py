@@ -4,9 +4,10 @@ them into Hermes-format text. Plans may look at the workspace through `env.sb` t
 snippets: that is what makes them cheap baselines, not what a model can do.
 
 - oracle: read the buggy file, apply the reference fix as exact-snippet edits (in the names the
-  agent sees), run the tests, submit; question tasks: read, then submit the reference answer.
+  agent sees; each the smallest unique snippet, `envs.reference.shrink_edit`), run the tests, submit; question tasks: read, then submit the reference answer.
 - blind: no reads; pick a bug family uniformly from the suite's families and apply that family's
-  typical repair (`tasks.mutate.repair`) as one edit, then submit.
+  typical repair (`tasks.mutate.repair`) as one edit, or type the family's usual fix
+  (`tasks.mutate.GUESSES`) where the repair has no site, then submit.
 - random: random tool calls with plausible arguments (a random one-line edit among them), then
   submit at a random point.
 """
@@ -29,6 +30,15 @@ class Plan(Protocol):
 
 def _submit(task: "Task", answer: str | None = None) -> ToolCall:
     return ToolCall("submit", {"answer": answer} if answer is not None else {})
+
+
+def _edit_call(path: str, source: str, old: str, new: str) -> ToolCall:
+    """An edit call with the smallest unique snippet (`min` -> `max`, not the whole line): what
+    a careful agent types, and far less for a small model to copy from what it read."""
+    from envs.reference import shrink_edit
+
+    old, new = shrink_edit(source, old, new)
+    return ToolCall("edit", {"path": path, "old": old, "new": new})
 
 
 def _task_file(task: "Task", env: "ToolEnv") -> str | None:
@@ -88,7 +98,7 @@ class OraclePlan:
             step = next_edit(current, target, env.edits_left)
             if step is not None:
                 self.edit_tries += 1
-                return ToolCall("edit", {"path": path, "old": step[0], "new": step[1]})
+                return _edit_call(path, current, *step)
         return None
 
 
@@ -136,8 +146,14 @@ class BlindPlan:
         if repaired and repaired != source:
             step = next_edit(source, repaired, 1)
             if step is not None:
-                return ToolCall("edit", {"path": path, "old": step[0], "new": step[1]})
-        # The family's repair does not apply here: a harmless wrong edit (a blind agent edits).
+                return _edit_call(path, source, *step)
+        # The family's repair has no site here: the family's usual fix typed blind (refused
+        # when its text is not in the file), else a harmless wrong edit (a blind agent edits).
+        from tasks.mutate import GUESSES
+
+        if self.family in GUESSES:
+            old, new = GUESSES[self.family]
+            return ToolCall("edit", {"path": path, "old": old, "new": new})
         m = re.search(rf"^([ \t]*(?:async\s+)?def\s+{re.escape(fn)}\s*\(.*)$", source, re.M)
         if m and source.count(m.group(1)) == 1 and "#" not in m.group(1) and m.group(1).rstrip().endswith(":"):
             line = m.group(1)
@@ -224,7 +240,7 @@ class RandomPlan:
             if not swaps:
                 continue
             a, b = self.rng.choice(swaps)
-            return ToolCall("edit", {"path": path, "old": line, "new": line.replace(a, b, 1)})
+            return _edit_call(path, "\n".join(lines), line, line.replace(a, b, 1))
         return None
 
 

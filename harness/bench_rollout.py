@@ -25,7 +25,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--batch", type=int, default=30, help="episodes in lockstep in the batched arm (default 30)")
     parser.add_argument("--max-new-tokens", type=int, default=64, help="tokens per turn (default 64)")
     parser.add_argument("--turns", type=int, default=3, help="turns per episode (default 3)")
-    parser.add_argument("--cpu-threads", type=int, help="torch threads while generating on a CPU (default: half the cores)")
+    parser.add_argument("--cpu-threads", type=int, help="torch threads while generating on a CPU (default: the cores free at each call)")
     parser.add_argument("--backend", default="local", choices=["local", "docker"])
     parser.add_argument("--seed", type=int, default=0)
 
@@ -48,17 +48,23 @@ class _Timed:
         return getattr(self._policy, name)
 
 
-def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, backend: str, seed: int) -> dict:
+def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, backend: str, seed: int,
+         scratch) -> dict:
+    """One arm, timed from the first episode to the last check. The sandbox pool is started
+    (and warmed) before the clock starts: a training run keeps one pool for all its steps, so
+    start-up is not part of the loop's throughput (`fixrl bench sandbox` measures it)."""
     from envs import EnvConfig
     from harness.rollout import run_episodes
     from sandbox import SandboxPool
 
     config = EnvConfig(max_turns=turns, max_malformed=turns)
     timed = _Timed(policy)
-    t0 = time.perf_counter()
+    reused = getattr(policy, "reused_tokens", 0)
     with SandboxPool(pool_size, backend=backend) as pool:
+        pool.warm(scratch)
+        t0 = time.perf_counter()
         trajs = run_episodes(timed, tasks, n_per_task, suite=suite, pool=pool, env_config=config, seed=seed)
-    seconds = time.perf_counter() - t0
+        seconds = time.perf_counter() - t0
     tokens = sum(t.num_policy_tokens for t in trajs)
     return {
         "episodes": len(trajs),
@@ -72,6 +78,7 @@ def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, back
         "turns": sum(t.info.get("turns", 0) for t in trajs),
         "errors": sum(t.errored for t in trajs),
         "check_seconds": round(sum(t.info.get("seconds", {}).get("check", 0.0) for t in trajs), 2),
+        "prompt_tokens_from_cache": getattr(policy, "reused_tokens", 0) - reused,
     }
 
 
@@ -106,15 +113,17 @@ def run(args) -> int:
                               cpu_threads=args.cpu_threads)
         except (OSError, ValueError) as e:
             raise UserError(f"--model {model}: {e}") from None
+        scratch = Path(tmp) / "empty"
+        scratch.mkdir()
         # Warm-up (first-call allocations, lazy imports) outside the timed arms.
-        _arm(policy, suite, tasks[:1], 1, 1, 1, args.backend, args.seed)
-        one = _arm(policy, suite, tasks, n_per_task, 1, args.turns, args.backend, args.seed)
+        _arm(policy, suite, tasks[:1], 1, 1, 1, args.backend, args.seed, scratch)
+        one = _arm(policy, suite, tasks, n_per_task, 1, args.turns, args.backend, args.seed, scratch)
         batched = _arm(policy, suite, tasks, n_per_task, min(args.batch, n_per_task * len(tasks)),
-                       args.turns, args.backend, args.seed)
+                       args.turns, args.backend, args.seed, scratch)
     result = {
         "model": str(model),
         "device": str(policy.device),
-        "torch_threads_generating": policy.cpu_threads if policy.device.type == "cpu" else None,
+        "torch_threads_generating": (policy.cpu_threads or "auto (free cores)") if policy.device.type == "cpu" else None,
         "cpus": os.cpu_count(),
         "max_new_tokens": args.max_new_tokens,
         "turns_per_episode": args.turns,

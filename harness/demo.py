@@ -53,7 +53,13 @@ class DemoConfig:
     """Episodes per held-out task in the start and end evaluations."""
     ks: tuple[int, ...] = (1, 4, 8)
     probe_k: int = 4
-    pool_size: int = 8
+    pool_size: int = 24
+    """Sandboxes, and so episodes in lockstep: GRPO's rollouts are 4 groups of 6."""
+    temperature: float = 0.7
+    """Sampling temperature of every rollout (probe, GRPO, evaluations). At 1.0 the tiny model's
+    long tail (150k tokens it never saw in training) breaks about one tool call in two."""
+    sft_micro_batch_size: int = 4
+    """Demonstrations per forward/backward in SFT (they are of similar length: little padding)."""
     max_new_tokens: int = 96
     grpo_overrides: dict[str, Any] = field(default_factory=lambda: {"max_group_tries": 8})
     """GRPOConfig fields set on top of the preset (e.g. num_generations, max_group_tries); half
@@ -65,7 +71,7 @@ class DemoConfig:
             self.sft_epochs, self.grpo_steps, self.eval_n, self.probe_k = 1, 2, 2, 2
             self.ks = (1, 2)
             self.hidden_size = min(self.hidden_size, 64)
-            self.max_new_tokens = 48
+            self.max_new_tokens, self.pool_size = 48, 8
             self.grpo_overrides = {**self.grpo_overrides, "num_generations": 2, "min_mixed_groups": 1,
                                    "max_group_tries": 4}
 
@@ -146,11 +152,12 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     sft_model = out / "sft_model"
     if not (sft_model / "config.json").exists():
         run_sft(SFTConfig(model=str(model), data=[str(demos)], out=str(sft_model), epochs=cfg.sft_epochs,
-                          learning_rate=cfg.sft_learning_rate, full_finetune=True, seed=cfg.seed),
+                          learning_rate=cfg.sft_learning_rate, full_finetune=True, seed=cfg.seed,
+                          micro_batch_size=cfg.sft_micro_batch_size),
                 console=console)
 
     def load(adapter: Path | None) -> Any:
-        return HFPolicy(sft_model, adapter=adapter, temperature=1.0, max_new_tokens=cfg.max_new_tokens)
+        return HFPolicy(sft_model, adapter=adapter, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens)
 
     def held_out_eval(name: str, policy: Any) -> Any:
         dest = out / f"eval_{name}"
@@ -178,7 +185,8 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
                            lora_rank=cfg.lora_rank, lora_alpha=cfg.lora_alpha, suite=str(suite_dir),
                            out=str(run_dir), steps=cfg.grpo_steps, learning_rate=cfg.grpo_learning_rate,
                            backend=cfg.sandbox, rename=True, seed=cfg.seed, pool_size=cfg.pool_size,
-                           max_new_tokens=cfg.max_new_tokens, eval_every=max(cfg.grpo_steps // 4, 1),
+                           max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
+                           eval_every=max(cfg.grpo_steps // 4, 1),
                            eval_generations=2, **cfg.grpo_overrides)
     summary = run_grpo(grpo_cfg, resume=(run_dir / "checkpoint").exists(), console=console)
 

@@ -76,7 +76,8 @@ def client():
             import docker
 
             try:
-                c = docker.from_env(timeout=60)
+                # One HTTP connection per concurrent call: a pool of 30 sandboxes makes 30 at a time.
+                c = docker.from_env(timeout=60, max_pool_size=64)
                 c.ping()
             except Exception as e:
                 host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")

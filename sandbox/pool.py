@@ -147,6 +147,25 @@ class SandboxPool:
         finally:
             self._slots.release()
 
+    def warm(self, workspace: Path, image: str | None = None) -> int:
+        """Start sandboxes (in parallel) until the pool holds `size` idle ones, so the first
+        episodes do not pay for start-up; returns how many were started. `workspace` is any
+        directory to start them on (each acquire resets to its own)."""
+        if self._closed:
+            raise SandboxError("the sandbox pool is closed")
+        image = image or self.image
+        with self._lock:
+            missing = self.size - len(self._idle)
+        if missing <= 0:
+            return 0
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(missing, 8)) as ex:
+            opened = list(ex.map(lambda _: self._open(Path(workspace), image), range(missing)))
+        with self._lock:
+            self._idle.extend((image, sb) for sb in opened)
+        return len(opened)
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

@@ -792,6 +792,21 @@ def mutants(source: str, function: str, ops: list[str] | None = None) -> list[Mu
     return out
 
 
+GUESSES: dict[str, tuple[str, str]] = {
+    "flip_comparison": (">", ">="),
+    "off_by_one": ("(n)", "(n + 1)"),
+    "swap_minmax": ("min", "max"),
+    "wrong_arith": ("-", "+"),
+    "wrong_init": ("= 1", "= 0"),
+    "wrong_bool": (" or ", " and "),
+    "drop_negation": ("if ", "if not "),
+    "change_constant": ("1", "0"),
+}
+"""What an agent that has not read the code types for a family: the usual fix as an exact-snippet
+edit (old, new), right only when the bug happens to be that one (the blind baseline's move when
+the family's repair has no site in the function it never looked at)."""
+
+
 def repair(source: str, function: str, op: str) -> str | None:
     """The blind repair of family `op`: its inverse move at the first site of that family in
     `function`. Returns the whole new source, or None when the family has no site there (or no

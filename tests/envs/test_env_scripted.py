@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from envs import EnvConfig, episode_env
-from envs.reference import reference
+from envs.reference import next_edit, reference, shrink_edit
 from envs.scripted import BlindPlan, make_plan, run_plan
 
 
@@ -143,3 +143,24 @@ def test_blind_rate_on_builtin_suite_is_what_the_suite_implies():
         assert len(mismatches) <= max(1, len(fix_tasks) // 10), (suite.name, mismatches)
         assert abs(rate - expected) < 0.15, (suite.name, rate, expected)
         assert rate < 0.5, suite.name
+
+
+@pytest.mark.parametrize("line, fixed, old, new", [
+    ("    return min(a, b)\n", "    return max(a, b)\n", "min", "max"),
+    ("    return p - q\n", "    return p + q\n", "-", "+"),
+    ("    return a > b\n", "    return a >= b\n", "> b", ">= b"),  # `>` alone is also in `>=`
+    ("    for i in range(n):\n", "    for i in range(n + 1):\n", "n)", "n + 1)"),
+    ("    for i in range(q):\n", "    for i in range(q + 1):\n", "(q)", "(q + 1)"),  # `q)` is twice
+])
+def test_shrink_edit_types_the_smallest_unique_snippet(line, fixed, old, new):
+    text = "def f(a, b, n, p, q):\n    if a >= 0:\n        pass\n" + line + "    return n\n"
+    step = next_edit(text, text.replace(line, fixed), 1)
+    assert step == (line, fixed)  # the line-level edit the oracle computes first
+    assert shrink_edit(text, *step) == (old, new)
+    assert text.replace(old, new) == text.replace(line, fixed) and text.count(old) == 1
+
+
+def test_shrink_edit_leaves_an_edit_it_cannot_place_alone():
+    text = "x = 1\nx = 1\n"
+    assert shrink_edit(text, "x = 1", "x = 2") == ("x = 1", "x = 2")  # not unique: not ours to place
+    assert shrink_edit(text, "nowhere", "x") == ("nowhere", "x")

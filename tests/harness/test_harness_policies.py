@@ -49,6 +49,37 @@ def test_batched_generation_records_sampler_log_probs(tiny_policy):
     assert [g.token_ids for g in again] == [g.token_ids for g in gens]   # reproducible
 
 
+def test_cache_reuse_across_turns_changes_nothing_but_the_work(tiny_policy):
+    """Episodes of different lengths over three turns (each prompt extended by the reply and a
+    tool turn of its own length, as the agent loop does): with each episode's cache reused,
+    greedy replies and their log-probs are those of recomputing every prompt from scratch,
+    and later turns run only their new tokens."""
+    from harness.policies.hf import HFPolicy
+
+    pol = tiny_policy
+    fresh = HFPolicy(model=pol.model, tokenizer=pol.tokenizer, greedy=True, max_new_tokens=8, reuse_cache=False)
+    pol.greedy, pol.max_new_tokens = True, 8
+    a, b = _prompts(pol.tokenizer)
+    prompts = [a, b, a[:-3]]
+    states = [pol.start(None, None, 0) for _ in prompts]
+    assert fresh.start(None, None, 0) is None
+    reused = pol.reused_tokens
+    for turn in range(3):
+        got = pol.generate([GenRequest(p, 8, state=st) for p, st in zip(prompts, states)])
+        want = fresh.generate([GenRequest(p, 8) for p in prompts])
+        for g, w in zip(got, want):
+            assert g.token_ids == w.token_ids
+            assert max(abs(x - y) for x, y in zip(g.logprobs, w.logprobs)) < 1e-4
+        prompts = [p + g.token_ids + list(range(1000, 1000 + 3 * i + 2)) for i, (p, g) in enumerate(zip(prompts, got))]
+        if turn == 0:
+            assert pol.reused_tokens == reused
+    # turns 2 and 3 ran at most the longest new part of a row, not the whole prompts
+    assert pol.reused_tokens - reused > 0.8 * sum(len(p) for p in prompts)
+    # a prompt that does not extend the cached ids reuses only their common prefix
+    st = states[0]
+    assert st.usable(st.ids[:5] + [7, 7, 7]) == 5 and st.usable(st.ids + [1]) == len(st.ids)
+
+
 def test_top_p_log_probs_are_of_the_truncated_distribution(tiny_policy):
     pol = tiny_policy
     pol.temperature, pol.top_p, pol.greedy = 1.0, 0.5, False
@@ -188,3 +219,24 @@ def test_inverse_cdf_across_blocks():
     freq = torch.bincount(picks, minlength=1000)[[3, 300, 999]].float() / 30000
     assert torch.allclose(freq, torch.tensor([0.2, 0.5, 0.3]), atol=0.015)
     assert set(picks.tolist()) == {3, 300, 999}
+
+
+def test_free_cores_leaves_busy_cores_to_their_processes():
+    """With a spinning process on every core, generation takes one thread, not all of them."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from harness.policies.hf import free_cores
+
+    cores = len(os.sched_getaffinity(0))
+    assert 1 <= free_cores() <= cores
+    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(cores)]
+    try:
+        time.sleep(0.5)
+        assert free_cores() == 1
+    finally:
+        for p in spin:
+            p.kill()
+            p.wait()

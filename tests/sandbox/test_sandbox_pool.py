@@ -33,6 +33,16 @@ def test_reuse_resets_between_leases(backend, repo, repo2):
         assert pool.created == 1
 
 
+def test_warm_starts_the_pool_ahead_of_its_leases(backend, repo, repo2, tmp_path):
+    with SandboxPool(2, backend=backend) as pool:
+        assert pool.warm(tmp_path) == 2
+        assert pool.warm(tmp_path) == 0  # already full
+        with pool.acquire(repo) as a, pool.acquire(repo2) as b:
+            assert "return 1" in a.read_file("pkg/calc.py")
+            assert "return 2" in b.read_file("pkg/calc.py")
+        assert pool.created == 2  # the leases took the warm sandboxes
+
+
 def test_concurrent_leases_are_isolated(backend, repo):
     n_workers, size = 6, 3
     seen_max = 0
