@@ -4,7 +4,8 @@ them into Hermes-format text. Plans may look at the workspace through `env.sb` t
 snippets: that is what makes them cheap baselines, not what a model can do.
 
 - oracle: read the buggy file, apply the reference fix as exact-snippet edits (in the names the
-  agent sees; each the smallest unique snippet, `envs.reference.shrink_edit`), run the tests, submit; question tasks: read, then submit the reference answer.
+  agent sees; each the smallest unique snippet, `envs.reference.shrink_edit`), run the tests,
+  submit; question tasks: read, then submit the reference answer.
 - blind: no reads; pick a bug family uniformly from the suite's families and apply that family's
   typical repair (`tasks.mutate.repair`) as one edit, or type the family's usual fix
   (`tasks.mutate.GUESSES`) where the repair has no site, then submit.
@@ -228,9 +229,10 @@ class RandomPlan:
 
     def _edit(self, path: str) -> ToolCall | None:
         try:
-            lines = self.env.sb.read_file(path).splitlines()
+            text = self.env.sb.read_file(path)
         except Exception:
             return None
+        lines = text.splitlines()
         cands = [ln for ln in lines if ln.strip() and not ln.strip().startswith("#")]
         for _ in range(10):
             if not cands:
@@ -240,7 +242,7 @@ class RandomPlan:
             if not swaps:
                 continue
             a, b = self.rng.choice(swaps)
-            return _edit_call(path, "\n".join(lines), line, line.replace(a, b, 1))
+            return _edit_call(path, text, line, line.replace(a, b, 1))
         return None
 
 

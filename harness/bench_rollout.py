@@ -30,24 +30,6 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0)
 
 
-class _Timed:
-    """The policy, with the wall time spent in `generate` added up."""
-
-    def __init__(self, policy) -> None:
-        self._policy = policy
-        self.seconds = 0.0
-
-    def generate(self, requests):
-        t0 = time.perf_counter()
-        try:
-            return self._policy.generate(requests)
-        finally:
-            self.seconds += time.perf_counter() - t0
-
-    def __getattr__(self, name):
-        return getattr(self._policy, name)
-
-
 def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, backend: str, seed: int,
          scratch) -> dict:
     """One arm, timed from the first episode to the last check. The sandbox pool is started
@@ -58,7 +40,9 @@ def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, back
     from sandbox import SandboxPool
 
     config = EnvConfig(max_turns=turns, max_malformed=turns)
-    timed = _Timed(policy)
+    from harness.policies import TimedPolicy
+
+    timed = TimedPolicy(policy)
     reused = getattr(policy, "reused_tokens", 0)
     with SandboxPool(pool_size, backend=backend) as pool:
         pool.warm(scratch)

@@ -62,24 +62,6 @@ def mix_seed(*parts: Any) -> int:
 # ----------------------------------------------------------------------------- helpers
 
 
-class TimedPolicy:
-    """Delegates to a policy and adds up the wall time spent in `generate`."""
-
-    def __init__(self, policy: Any) -> None:
-        self._policy = policy
-        self.seconds = 0.0
-
-    def generate(self, requests):
-        t0 = time.perf_counter()
-        try:
-            return self._policy.generate(requests)
-        finally:
-            self.seconds += time.perf_counter() - t0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._policy, name)
-
-
 @contextlib.contextmanager
 def deferred_interrupt() -> Iterator[None]:
     """Hold Ctrl-C until the block ends, so an update and its checkpoint are never half done."""
@@ -427,6 +409,7 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
 
     import tasks as tasks_pkg
     from envs import EnvConfig
+    from harness.policies import TimedPolicy
     from harness.policies.hf import HFPolicy
     from harness.rollout import run_episodes
     from sandbox import SandboxPool

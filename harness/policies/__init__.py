@@ -12,6 +12,7 @@ go through exactly the same path.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -63,6 +64,25 @@ class Policy(Protocol):
     def generate(self, requests: list[GenRequest]) -> list[Generation]:
         """The next turn of every request, in order, in one batched step."""
         ...
+
+
+class TimedPolicy:
+    """Delegates to a policy and adds up the wall time spent in `generate` (the trainer's
+    `time/generate` and the rollout bench's generation-only figures)."""
+
+    def __init__(self, policy: Any) -> None:
+        self._policy = policy
+        self.seconds = 0.0
+
+    def generate(self, requests):
+        t0 = time.perf_counter()
+        try:
+            return self._policy.generate(requests)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._policy, name)
 
 
 def load_policy(model: str | Path | None = None, adapter: str | Path | None = None,
