@@ -67,6 +67,8 @@ def register(sub) -> None:
     s.add_argument("--batch-size", type=int, default=8, help="examples per optimizer step")
     s.add_argument("--micro-batch-size", type=int, default=1, help="examples per forward/backward")
     s.add_argument("--warmup-steps", type=int, default=0)
+    s.add_argument("--lr-scheduler", choices=["linear", "cosine", "constant"], default="linear",
+                   help="learning rate after warm-up (default linear decay to 0)")
     s.add_argument("--max-length", type=int, default=None, help="drop examples longer than this (tokens)")
     s.add_argument("--passing-only", action="store_true",
                    help="keep only episodes that passed (rejection-sampling fine-tuning)")
@@ -182,6 +184,7 @@ def cmd_sft(args: argparse.Namespace) -> int:
     cfg = SFTConfig(model=args.model, data=list(args.data), out=args.out, adapter=args.adapter, epochs=args.epochs,
                     learning_rate=args.learning_rate, batch_size=args.batch_size,
                     micro_batch_size=args.micro_batch_size, warmup_steps=args.warmup_steps,
+                    lr_scheduler=args.lr_scheduler,
                     max_length=args.max_length, passing_only=args.passing_only, lora_rank=args.lora_rank,
                     lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout, lora_target_modules=targets,
                     full_finetune=args.full, seed=args.seed, device=args.device)

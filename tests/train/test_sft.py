@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from train.sft import DataError, load_examples, render_chat
+from train.sft import DataError, load_examples, lr_factor, render_chat
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +29,13 @@ def openai_chat():
                 {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\": \"a.py\"}"}}]},
             {"role": "tool", "tool_call_id": "c1", "content": "def add(a, b):\n    return a - b"},
             {"role": "assistant", "content": "The bug is the minus sign."}]
+
+
+def test_lr_factor_warms_up_then_decays():
+    assert [lr_factor(s, 10, 2, "linear") for s in (0, 1)] == [0.5, 1.0]  # warm-up
+    assert lr_factor(2, 10, 2, "linear") == 1.0 and lr_factor(6, 10, 2, "linear") == 0.5
+    assert 0 < lr_factor(9, 10, 2, "linear") < 0.2                        # near 0 at the end
+    assert lr_factor(6, 10, 2, "cosine") == pytest.approx(0.5) and lr_factor(9, 10, 0, "constant") == 1.0
 
 
 def test_chat_mask_covers_assistant_turns_and_im_end(tok):
@@ -128,6 +135,8 @@ def test_sft_epoch_changes_adapter(tiny_model, tmp_path, train_suite, tok):
     assert (out / "adapter_config.json").is_file() and (out / "adapter_model.safetensors").is_file()
     rows = [json.loads(x) for x in (out / "sft_metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 4 and rows[-1]["loss"] < rows[0]["loss"]
+    assert [r["lr"] for r in rows] == sorted((r["lr"] for r in rows), reverse=True)  # linear decay
+    assert rows[-1]["lr"] < rows[0]["lr"]
     saved = json.loads((out / "sft_config.json").read_text())["summary"]
     assert saved["counts"]["dropped_failing"] == 1 and saved["examples"] == 3
     model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model), str(out))
