@@ -415,6 +415,7 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
     from sandbox import SandboxPool
     from train.model import Reference, check_adapter_dir, is_peft, load_trainable, trainable_parameters
     from train.sampler import DynamicSampler
+    from train.sft import lr_factor
 
     bad = sorted(set(overrides or {}) - set(RESUMABLE_OVERRIDES))
     if bad:
@@ -461,7 +462,7 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
     params = trainable_parameters(model)
     optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min(1.0, (s + 1) / cfg.warmup_steps) if cfg.warmup_steps else 1.0)
+        optimizer, lambda s: lr_factor(s, cfg.steps, cfg.warmup_steps, "constant"))
     scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
     sampler = DynamicSampler.from_config(train_tasks, cfg)
     if start_step:

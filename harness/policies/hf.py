@@ -380,29 +380,29 @@ class HFPolicy:
         is padded."""
         import torch
 
-        if not any(st is not None and st.kv for st in states):
+        cached = [st.kv for st in states if st is not None and st.kv]
+        if not cached:
             return None
         new = [len(r.prompt_ids) - (st.usable(r.prompt_ids) if st is not None else 0) for r, st in zip(requests, states)]
-        front = width - max(new)
+        longest = max(new)
+        front = width - longest
         if front <= 0:
             return None
-        layers = len(next(st.kv for st in states if st is not None and st.kv))
+        takes = [len(r.prompt_ids) - longest for r in requests]  # <= each row's usable: n_i <= longest
         data = []
-        for layer in range(layers):
-            template = next(st.kv[layer][0] for st in states if st is not None and st.kv)    # [H, T, D]
-            H, _, D = template.shape
-            keys = template.new_zeros((len(requests), H, front, D))                            # [B, H, F, D]
+        for layer in range(len(cached[0])):
+            H, _, D = cached[0][layer][0].shape                                                # [H, T, D]
+            keys = cached[0][layer][0].new_zeros((len(requests), H, front, D))                 # [B, H, F, D]
             values = torch.zeros_like(keys)
-            for row, (r, st) in enumerate(zip(requests, states)):
-                take = len(r.prompt_ids) - max(new)
-                if take > 0:  # take <= usable: the row's own n_i <= max(n_i)
+            for row, (take, st) in enumerate(zip(takes, states)):
+                if take > 0:
                     k, v = st.kv[layer]
                     keys[row, :, front - take:] = k[:, :take]
                     values[row, :, front - take:] = v[:, :take]
             data.append((keys, values))
         from transformers import DynamicCache
 
-        self.reused_tokens += sum(max(0, len(r.prompt_ids) - max(new)) for r in requests)
+        self.reused_tokens += sum(max(0, t) for t in takes)
         return DynamicCache(data)
 
     def _keep(self, state: _KVState, cache: Any, row: int, width: int, prompt: list[int], toks: list[int]) -> None:
