@@ -39,6 +39,17 @@ class Trajectory:
     def num_policy_tokens(self) -> int:
         return sum(self.assistant_mask)
 
+    def with_masked(self, spans: list[tuple[int, int]]) -> "Trajectory":
+        """A copy with the given [start, end) token spans out of the loss (assistant_mask 0,
+        sampler log-prob 0.0): SFT data that shows the model a context without teaching every
+        token that made it (e.g. the choice of a tool, but not its arguments)."""
+        mask, logprobs = list(self.assistant_mask), list(self.sampler_logprobs)
+        for start, end in spans:
+            mask[start:end] = [0] * (end - start)
+            if logprobs:
+                logprobs[start:end] = [0.0] * (end - start)
+        return dataclasses.replace(self, assistant_mask=mask, sampler_logprobs=logprobs)
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 

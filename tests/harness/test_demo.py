@@ -23,6 +23,13 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     demos = [json.loads(line) for line in (out / "demos.jsonl").read_text().splitlines()]
     assert {d["info"]["outcome"] for d in demos} <= {"pass", "fail"}
     assert any(d["reward"] == 1.0 for d in demos) and any(d["reward"] == 0.0 for d in demos)
+    # informed episodes whose choice to read is out of the loss (the read's arguments are not)
+    choice_out = [d for d in demos if d["assistant_mask"][d["turn_spans"][0][0]] == 0]
+    assert choice_out and len(choice_out) < len(demos)
+    for d in choice_out:
+        a, b = d["turn_spans"][0]
+        assert d["reward"] == 1.0 and d["info"]["actions"][0].startswith("read")
+        assert 0 < sum(d["assistant_mask"][a:b]) < b - a
     assert (out / "sft_model" / "config.json").exists()
     base = (out / "model" / "model.safetensors").read_bytes()
     assert (out / "sft_model" / "model.safetensors").read_bytes() != base, "SFT changed no weight"

@@ -76,6 +76,21 @@ def test_oracle_trajectories_are_token_exact(tiny_suite, tiny_tokenizer):
         assert traj.tools and {t["function"]["name"] for t in traj.tools} >= {"read", "edit", "test", "submit"}
         Trajectory.from_dict(traj.to_dict())
 
+    # SFT data that shows a read without teaching the choice to read: only the tokens through
+    # the tool's name leave the loss, the arguments and every later turn stay in
+    from harness.demo import tool_choice_span
+
+    traj = trajs[0]
+    (a, end), rest = traj.turn_spans[0], traj.turn_spans[1:]
+    start, b = tool_choice_span(traj, tiny_tokenizer)
+    assert start == a < b < end
+    assert tiny_tokenizer.decode(traj.token_ids[a:b]).replace(" ", "").endswith('{"name":"read",')
+    masked = traj.with_masked([(a, b)])
+    assert sum(masked.assistant_mask[a:b]) == 0 and sum(masked.assistant_mask[b:end]) == end - b
+    assert all(sum(masked.assistant_mask[s:e]) == e - s for s, e in rest)
+    assert masked.num_policy_tokens == traj.num_policy_tokens - (b - a)
+    assert masked.token_ids == traj.token_ids and traj.assistant_mask != masked.assistant_mask
+
 
 def test_more_episodes_than_sandboxes(tiny_suite, tiny_tokenizer):
     """Episodes queue for the pool's sandboxes (finished ones make room); order and groups stay."""

@@ -63,9 +63,11 @@ FUNCTIONS = {
     "next_odd": ("ranges", "wrong_arith", "next_odd(3)", ["next_odd(0)", "next_odd(10)"]),
 }
 
-# Two functions of every family are held out; no held-out function is ever trained on.
-HELDOUT = {"best_score", "floor_all", "reach", "higher", "sum_upto", "multiples_upto",
-           "values_total", "weighted_total", "next_odd", "add_points"}
+# Two functions of every family and two of every module are held out; no held-out function is
+# ever trained on. Every module keeps three or four families in train, so neither the file the
+# issue names nor the family a module's train bugs came from tells a held-out bug's fix.
+HELDOUT = {"floor_all", "total_of", "twice_bigger", "with_tax", "sum_upto", "reach",
+           "higher", "multiples_upto", "letter_count", "full_name"}
 
 
 def load_module(path: Path):
