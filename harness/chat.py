@@ -14,6 +14,7 @@ hands that message back to the model as its observation.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from envs.types import Malformed, ToolCall
@@ -97,6 +98,20 @@ def format_tool_call(call: ToolCall) -> str:
     for an assistant message carrying `tool_calls` (`tojson` = json.dumps, ensure_ascii off)."""
     body = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
     return f"{TOOL_CALL_OPEN}\n{body}\n{TOOL_CALL_CLOSE}"
+
+
+_NAMED = re.compile(r'"name"\s*:\s*"[^"]+"')
+
+
+def tool_choice_span(traj: Any, tokenizer: Any, turn: int = 0) -> tuple[int, int]:
+    """[start, end) of an assistant turn's tokens up to and including its tool's name (`<tool_call>
+    {"name": "read",`): the choice of tool, without the arguments. The whole turn when it names
+    no tool."""
+    start, end = traj.turn_spans[turn]
+    for j in range(start + 1, end + 1):
+        if _NAMED.search(tokenizer.decode(traj.token_ids[start:j])):
+            return start, j
+    return start, end
 
 
 def render(tokenizer, messages: list[dict], tools: list[dict] | None = None,

@@ -90,18 +90,6 @@ class DemoConfig:
                                    "max_group_tries": 4}
 
 
-def tool_choice_span(traj: Any, tokenizer: Any, turn: int = 0) -> tuple[int, int]:
-    """[start, end) of an assistant turn's tokens up to and including its tool's name: the
-    choice of tool, without the arguments (the whole turn when it names no tool)."""
-    import re
-
-    start, end = traj.turn_spans[turn]
-    for j in range(start + 1, end + 1):
-        if re.search(r'"name"\s*:\s*"[^"]+"', tokenizer.decode(traj.token_ids[start:j])):
-            return start, j
-    return start, end
-
-
 def _stage(console: Any, title: str) -> None:
     console.rule(f"[bold]{title}")
 
@@ -126,6 +114,7 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     from evals.probe import run_probe
     from evals.report import report
     from evals.run import EvalResult, compare, evaluate
+    from harness.chat import tool_choice_span
     from harness.policies import ScriptedPolicy
     from harness.policies.hf import HFPolicy
     from harness.rollout import run_episodes

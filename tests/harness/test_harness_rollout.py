@@ -7,7 +7,7 @@ import torch
 
 from envs import EnvConfig
 from envs.types import ToolCall
-from harness.chat import encode, parse_tool_calls, render
+from harness.chat import encode, parse_tool_calls, render, tool_choice_span
 from harness.policies import Generation
 from harness.rollout import TemplateError, run_episodes
 from harness.trajectory import Trajectory
@@ -78,8 +78,6 @@ def test_oracle_trajectories_are_token_exact(tiny_suite, tiny_tokenizer):
 
     # SFT data that shows a read without teaching the choice to read: only the tokens through
     # the tool's name leave the loss, the arguments and every later turn stay in
-    from harness.demo import tool_choice_span
-
     traj = trajs[0]
     (a, end), rest = traj.turn_spans[0], traj.turn_spans[1:]
     start, b = tool_choice_span(traj, tiny_tokenizer)
