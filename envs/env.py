@@ -149,11 +149,18 @@ class ToolEnv:
         return self.task.function
 
     @property
+    def edits_used(self) -> int:
+        """Edits counted against the budget: applied ones, and failed ones where the task's
+        `limits.count_failed_edits` says so."""
+        failed = self.info.failed_edits if self.task.limits.count_failed_edits else 0
+        return self.info.edits + failed
+
+    @property
     def edits_left(self) -> int | None:
-        return None if self.max_edits is None else max(0, self.max_edits - self.info.edits)
+        return None if self.max_edits is None else max(0, self.max_edits - self.edits_used)
 
     def edit_allowed(self) -> bool:
-        return self.max_edits is None or self.info.edits < self.max_edits
+        return self.max_edits is None or self.edits_used < self.max_edits
 
     def tool_timeout(self, name: str) -> float:
         if name in self.config.tool_timeouts:
@@ -194,6 +201,8 @@ class ToolEnv:
         else:
             template = QUESTION_PROMPT if self.task.kind == "question" else SYSTEM_PROMPT
         edits = "" if self.max_edits is None else f" and {self.max_edits} edit{'s' if self.max_edits != 1 else ''}"
+        if edits and self.task.limits.count_failed_edits:
+            edits += " (an edit whose `old` text is not found counts too)"
         system = template.format(tools=tools, max_turns=self.max_turns, edits=edits,
                                  max_edits=self.max_edits if self.max_edits is not None else "unlimited")
         messages = [{"role": "system", "content": system},
@@ -378,6 +387,9 @@ class ToolEnv:
 
     def _note_refused_edit(self, path: str) -> None:
         self.info.refused_edits += 1
+
+    def _note_failed_edit(self, path: str) -> None:
+        self.info.failed_edits += 1
 
     def _note_test(self, passed: bool) -> None:
         self._last_test = passed

@@ -4,11 +4,13 @@ them into Hermes-format text. Plans may look at the workspace through `env.sb` t
 snippets: that is what makes them cheap baselines, not what a model can do.
 
 - oracle: read the buggy file, apply the reference fix as exact-snippet edits (in the names the
-  agent sees; each the smallest unique snippet, `envs.reference.shrink_edit`), run the tests,
-  submit; question tasks: read, then submit the reference answer.
-- blind: no reads; pick a bug family uniformly from the suite's families and apply that family's
-  typical repair (`tasks.mutate.repair`) as one edit, or type the family's usual fix
-  (`tasks.mutate.GUESSES`) where the repair has no site, then submit.
+  agent sees; the suite's usual snippet for the family where it makes the same change, else the
+  smallest unique snippet, `envs.reference.shrink_edit`), run the tests, submit; question
+  tasks: read, then submit the reference answer.
+- blind: no reads; pick a bug family uniformly from the suite's families and type the suite's
+  usual repair for it (`suite.yaml: family_edits`); on suites without those, apply the family's
+  typical repair (`tasks.mutate.repair`) to the function as one edit, or type the family's usual
+  fix (`tasks.mutate.GUESSES`) where the repair has no site; then submit.
 - random: random tool calls with plausible arguments (a random one-line edit among them), then
   submit at a random point.
 """
@@ -22,7 +24,7 @@ from envs.types import ToolCall
 
 if TYPE_CHECKING:  # pragma: no cover
     from envs.env import ToolEnv
-    from tasks.schema import Task
+    from tasks.schema import FamilyEdit, Task
 
 
 class Plan(Protocol):
@@ -33,13 +35,26 @@ def _submit(task: "Task", answer: str | None = None) -> ToolCall:
     return ToolCall("submit", {"answer": answer} if answer is not None else {})
 
 
-def _edit_call(path: str, source: str, old: str, new: str) -> ToolCall:
-    """An edit call with the smallest unique snippet (`min` -> `max`, not the whole line): what
-    a careful agent types, and far less for a small model to copy from what it read."""
+def _edit(path: str, old: str, new: str) -> ToolCall:
+    return ToolCall("edit", {"path": path, "old": old, "new": new})
+
+
+def _usual_edit(env: "ToolEnv", family: str | None) -> "FamilyEdit | None":
+    """The suite's usual repair for a bug family (`suite.yaml: family_edits`), if it has one."""
+    edits = getattr(env.suite, "family_edits", None) or {}
+    return edits.get(family) if family else None
+
+
+def _edit_call(path: str, source: str, old: str, new: str, usual: "FamilyEdit | None" = None) -> ToolCall:
+    """An edit call: the family's usual snippet when it makes exactly this change (every fix of
+    a family then reads alike), else the smallest unique snippet (`min` -> `max`, not the whole
+    line): what a careful agent types, and far less for a small model to copy than a line."""
     from envs.reference import shrink_edit
 
-    old, new = shrink_edit(source, old, new)
-    return ToolCall("edit", {"path": path, "old": old, "new": new})
+    if usual is not None and source.count(usual.old) == 1 and \
+            source.replace(usual.old, usual.new, 1) == source.replace(old, new, 1):
+        return _edit(path, usual.old, usual.new)
+    return _edit(path, *shrink_edit(source, old, new))
 
 
 def _task_file(task: "Task", env: "ToolEnv") -> str | None:
@@ -99,7 +114,7 @@ class OraclePlan:
             step = next_edit(current, target, env.edits_left)
             if step is not None:
                 self.edit_tries += 1
-                return _edit_call(path, current, *step)
+                return _edit_call(path, current, *step, usual=_usual_edit(env, self.task.family))
         return None
 
 
@@ -139,6 +154,9 @@ class BlindPlan:
         env, path, fn = self.env, _task_file(self.task, self.env), self.env.function_name
         if not path or not fn:
             return None
+        usual = _usual_edit(env, self.family)
+        if usual is not None:  # the suite's usual repair, typed without looking
+            return _edit(path, usual.old, usual.new)
         source = env.sb.read_file(path)
         try:
             repaired = repair(source, fn, self.family)
@@ -154,11 +172,11 @@ class BlindPlan:
 
         if self.family in GUESSES:
             old, new = GUESSES[self.family]
-            return ToolCall("edit", {"path": path, "old": old, "new": new})
+            return _edit(path, old, new)
         m = re.search(rf"^([ \t]*(?:async\s+)?def\s+{re.escape(fn)}\s*\(.*)$", source, re.M)
         if m and source.count(m.group(1)) == 1 and "#" not in m.group(1) and m.group(1).rstrip().endswith(":"):
             line = m.group(1)
-            return ToolCall("edit", {"path": path, "old": line, "new": line.rstrip() + "  # checked"})
+            return _edit(path, line, line.rstrip() + "  # checked")
         return None
 
 

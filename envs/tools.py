@@ -299,10 +299,13 @@ def _edit(env: "ToolEnv", args: EditArgs) -> str:
     rel = resolve_path(env, args.path)
     if not env.edit_allowed():
         env._note_refused_edit(rel)
+        failed = " (failed edits count)" if env.task.limits.count_failed_edits else ""
         return (f"Edit refused: the edit budget of this episode ({env.max_edits} "
-                f"edit{'s' if env.max_edits != 1 else ''}) is used up. {rel} is unchanged.")
+                f"edit{'s' if env.max_edits != 1 else ''}{failed}) is used up. {rel} is unchanged.")
     text = read_text(env, rel)
     count = text.count(args.old)
+    if count != 1:
+        env._note_failed_edit(rel)
     if count == 0:
         hint = ""
         if args.old.strip() and args.old.strip() in text:

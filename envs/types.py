@@ -42,6 +42,8 @@ class EpisodeInfo:
     edits: int = 0
     """Applied edits (refused edits past the budget are not counted here)."""
     refused_edits: int = 0
+    failed_edits: int = 0
+    """Edits whose `old` text was not found or was ambiguous (the file unchanged)."""
     malformed: int = 0
     turns: int = 0
     submitted: bool = False

@@ -273,7 +273,7 @@ def load_suite_config(path: Path) -> SuiteConfig:
     if data is None:
         return SuiteConfig()
     if not isinstance(data, dict):
-        raise TaskError(f"{file}: must be a mapping (name, defaults, tools, rename_pool)")
+        raise TaskError(f"{file}: must be a mapping (name, defaults, tools, rename_pool, family_edits)")
     try:
         config = SuiteConfig.model_validate(data)
     except ValidationError as e:
@@ -324,7 +324,13 @@ def load_suite_lenient(path: Path) -> tuple[Suite, list[tuple[Path, TaskError]]]
             first_seen[task.id] = file
             tasks.append(task)
     suite = Suite(dir=path, name=config.name or path.resolve().name, description=config.description,
-                  tasks=tasks, tools=config.tools, rename_pool=config.rename_pool)
+                  tasks=tasks, tools=config.tools, rename_pool=config.rename_pool,
+                  family_edits=config.family_edits)
+    unknown = sorted(set(config.family_edits) - set(suite.families)) if tasks and not errors else []
+    if unknown:
+        raise TaskError(f"{path / 'suite.yaml'}: field 'family_edits': {', '.join(map(repr, unknown))} "
+                        f"is not the family of any task (families come from task tags `family:NAME`; "
+                        f"present: {', '.join(suite.families) or 'none'}); fix the name or remove it")
     return suite, errors
 
 

@@ -6,7 +6,7 @@ message that names the file and the field. Paths are relative to the suite direc
 A suite directory looks like this:
 
     my-suite/
-      suite.yaml            # optional: name, defaults (any task field), tools, rename_pool
+      suite.yaml            # optional: name, defaults (any task field), tools, rename_pool, family_edits
       repo/                 # the clean repository (or a git repository + commit per task)
       tasks/**/*.yaml       # task files: one task (a mapping) or several (a list) per file
       checks/<id>/...       # files the tasks refer to by path (hidden tests, patches)
@@ -114,6 +114,10 @@ class Limits(_Strict):
     """Assistant turns before the episode ends as out of turns."""
     max_edits: int | None = Field(default=None, ge=0)
     """Applied edits allowed per episode; later edits use a turn and change nothing. None: no cap."""
+    count_failed_edits: bool = False
+    """Edits whose `old` text is not found (or is ambiguous) count against `max_edits` too. Set it
+    where a suite's repairs are a few fixed snippets (`family_edits`): with failed edits free, an
+    agent could try each family's snippet in turn without reading."""
     tool_timeout: float = Field(default=60.0, gt=0)
     """Seconds each tool call may run (the `test` tool's public test command included)."""
     setup_timeout: float = Field(default=300.0, gt=0)
@@ -206,6 +210,13 @@ class Task(_Strict):
         return None
 
 
+class FamilyEdit(_Strict):
+    """An exact-snippet edit: `old` (replaced once, must occur exactly once) -> `new`."""
+
+    old: str = Field(min_length=1)
+    new: str
+
+
 class SuiteConfig(_Strict):
     """The optional `suite.yaml` at a suite's root."""
 
@@ -219,6 +230,11 @@ class SuiteConfig(_Strict):
     """The tools the agent gets on this suite's tasks."""
     rename_pool: list[str] = Field(default_factory=list)
     """Function names drawn from for per-episode renaming of the buggy function."""
+    family_edits: dict[str, FamilyEdit] = Field(default_factory=dict)
+    """Each bug family's usual repair as one exact-snippet edit, for suites whose bugs leave a
+    fixed marker. Scripted plans type it: the oracle wherever it gives the reference fix (so every
+    fix of a family is written alike and a model learns which family it read, not each function's
+    snippet), the blind baseline always (right exactly when its guessed family is the bug's)."""
 
 
 class Suite(BaseModel):
@@ -232,6 +248,7 @@ class Suite(BaseModel):
     tasks: list[Task] = Field(default_factory=list)
     tools: list[str] = Field(default_factory=lambda: list(DEFAULT_TOOLS))
     rename_pool: list[str] = Field(default_factory=list)
+    family_edits: dict[str, FamilyEdit] = Field(default_factory=dict)
 
     @property
     def families(self) -> list[str]:

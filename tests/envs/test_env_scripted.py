@@ -164,3 +164,32 @@ def test_shrink_edit_leaves_an_edit_it_cannot_place_alone():
     text = "x = 1\nx = 1\n"
     assert shrink_edit(text, "x = 1", "x = 2") == ("x = 1", "x = 2")  # not unique: not ours to place
     assert shrink_edit(text, "nowhere", "x") == ("nowhere", "x")
+
+
+def test_on_the_gym_suite_plans_type_each_familys_usual_edit():
+    """Where a suite declares `family_edits`, every oracle fix of a family is written alike and
+    the blind baseline types its guessed family's edit: right exactly when the family is the
+    bug's, and a wrong guess (old text not found) spends the one edit the suite allows."""
+    from tasks import load_suite
+    from tasks.suites import GYM_SUITE
+
+    gym = load_suite(GYM_SUITE)
+    one = {}
+    for task in gym.tasks:
+        one.setdefault(task.family, task)
+    task, other = one["off_by_one"], one["swap_minmax"]
+    usual = gym.family_edits["off_by_one"]
+
+    reward, info, _ = _episode(gym, task, "oracle", seed=2, rename=True)
+    assert reward == 1.0 and info.actions == [f"read {task.file}", f"edit {task.file}", "test", "submit"]
+    with episode_env(task, EnvConfig(rename=True), gym, backend="local", seed=2) as env:
+        plan = make_plan("oracle", task, env, random.Random(2))
+        env.reset()
+        env.step(plan.next_call(None))
+        assert plan.next_call(None).arguments == {"path": task.file, "old": usual.old, "new": usual.new}
+
+    right = _episode(gym, task, "blind", family="off_by_one", rename=True)
+    wrong = _episode(gym, other, "blind", family="off_by_one", rename=True)
+    assert right[0] == 1.0 and right[1].actions == [f"edit {task.file}", "submit"]
+    assert wrong[0] == 0.0 and wrong[1].actions == [f"edit {other.file} (error)", "submit"]
+    assert (wrong[1].failed_edits, wrong[1].edits) == (1, 0)

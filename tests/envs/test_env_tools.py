@@ -191,6 +191,24 @@ def test_edit_budget_refuses_and_uses_a_turn(make_env):
     assert env.edits_left == 0
 
 
+def test_failed_edits_count_against_the_budget_when_the_task_says_so(make_env):
+    free = make_env(max_edits=1)
+    free.reset()
+    assert "not found" in obs(free, "edit", path="pkg/core.py", old="no such text", new="x")
+    assert free.edits_left == 1 and free.info.failed_edits == 1  # by default a failed edit is free
+    counted = make_env(max_edits=1)
+    counted.task = counted.task.model_copy(
+        update={"limits": counted.task.limits.model_copy(update={"count_failed_edits": True})})
+    assert "(an edit whose `old` text is not found counts too)" in counted.reset()[0][0]["content"]
+    assert "not found" in obs(counted, "edit", path="pkg/core.py", old="no such text", new="x")
+    assert counted.edits_left == 0
+    before = counted.sb.read_file("pkg/core.py")
+    out = obs(counted, "edit", path="pkg/core.py", old="max(x, hi)", new="min(x, hi)")
+    assert out.startswith("Edit refused: the edit budget of this episode (1 edit (failed edits count))")
+    assert counted.sb.read_file("pkg/core.py") == before
+    assert (counted.info.edits, counted.info.failed_edits, counted.info.refused_edits) == (0, 1, 1)
+
+
 def test_malformed_calls_end_the_episode(make_env):
     env = make_env(max_malformed=2)
     env.reset()

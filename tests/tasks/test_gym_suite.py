@@ -23,7 +23,9 @@ def test_gym_shape_and_split(gym):
     assert not {t.function for t in train} & {t.function for t in heldout}
     for family in MARKERS:
         assert sum(t.family == family for t in heldout) == 2
-    assert all(t.limits.max_edits == 1 and t.function for t in gym.tasks)
+    assert all(t.limits.max_edits == 1 and t.limits.count_failed_edits and t.function for t in gym.tasks)
+    # each family's usual edit replaces its marker by the clean construct (build.py's FAMILIES)
+    assert {f: e.old for f, e in gym.family_edits.items()} == MARKERS
 
 
 def test_every_buggy_file_shows_exactly_its_familys_marker(gym, tmp_path):

@@ -20,7 +20,8 @@ def test_good_suite_loads_with_defaults_paths_and_lists(tmp_path):
     root = make_suite(tmp_path, [fix_task("a", split="heldout", tags=["family:arith", "hand"])],
                       suite={"name": "tiny", "defaults": {"limits": {"max_turns": 5}, "check": {"timeout": 9},
                                           "public_tests": "python -m pytest -q tests"},
-                             "rename_pool": ["alpha", "beta"]})
+                             "rename_pool": ["alpha", "beta"],
+                             "family_edits": {"sign": {"old": " - ", "new": " + "}}})
     # a task file holding a list, in a nested folder, with patches and check files given by path
     _write(root / "checks" / "b" / "bug.patch", BUG)
     _write(root / "checks" / "b" / "fix.patch", FIX)
@@ -45,6 +46,7 @@ def test_good_suite_loads_with_defaults_paths_and_lists(tmp_path):
     assert b.check.files == {"tests/test_hidden.py": HIDDEN}
     assert b.suite_dir == root and b.source_file == root / "tasks" / "more" / "list.yaml"
     assert suite.families == ["arith", "sign"]
+    assert (suite.family_edits["sign"].old, suite.family_edits["sign"].new) == (" - ", " + ")
     assert [t.id for t in suite.split("heldout")] == ["a"]
     assert [t.id for t in suite.split("train")] == ["b", "c"]
     assert c.kind == "question" and c.answer == "add"
@@ -165,6 +167,12 @@ def test_suite_level_errors(tmp_path):
     assert "suite.yaml: field 'defaults.limitz': unknown task field (did you mean 'limits'?)" in msg
     msg = _one_error(tmp_path / "2", fix_task("x"), suite={"toolz": []})
     assert "suite.yaml: field 'toolz': unknown field (did you mean 'tools'?)" in msg
+    msg = _one_error(tmp_path / "5", fix_task("x", tags=["family:sign"]),
+                     suite={"family_edits": {"sing": {"old": "-", "new": "+"}}})
+    assert "suite.yaml: field 'family_edits': 'sing' is not the family of any task" in msg
+    assert "present: sign" in msg
+    msg = _one_error(tmp_path / "6", fix_task("x"), suite={"family_edits": {"sign": {"old": ""}}})
+    assert "family_edits.sign" in msg
     root = make_suite(tmp_path / "3", [])
     with pytest.raises(TaskError, match="no tasks found"):
         load_suite(root)

@@ -120,6 +120,9 @@ def evaluate(module, call: str):
 
 
 def main() -> int:
+    declared = yaml.safe_load((HERE / "suite.yaml").read_text()).get("family_edits", {})
+    wanted = {f: {"old": buggy, "new": clean} for f, (clean, buggy) in FAMILIES.items()}
+    assert declared == wanted, f"suite.yaml's family_edits must be {wanted}"
     public = ["# Quick checks of every function (the agent's `test` tool runs these).\n"]
     modules = sorted({m for m, *_ in FUNCTIONS.values()})
     public.append("".join(f"from gym.{m} import *  # noqa: F403\n" for m in modules))
@@ -151,8 +154,10 @@ def main() -> int:
         else:
             got = f"returns {got}"
         assert got != f"returns {expected!r}", (name, "public example does not show the bug")
-        issue = (f"`{name}` in `{rel}` gives a wrong result: `{example}` {got}, "
-                 f"but {expected!r} was expected. Please fix it.")
+        # The issue names the function (renamed per episode) and its file, and nothing else: a
+        # failing example would tell the task apart without reading (a model memorises each
+        # train task's file and fix from it) and hint at the family; the `test` tool shows it.
+        issue = f"`{name}` in `{rel}` gives wrong results: its test in `tests/test_gym.py` fails. Please fix it."
         task = {
             "id": f"gym-{name}",
             "kind": "fix",
