@@ -9,8 +9,9 @@ number of turns of the same length, and the same hidden check at the end.
 
 Figures: episodes/min and tokens/s over the whole run (generation, env steps and the hidden
 checks), and generation-only tokens/s (time inside `policy.generate`). The hidden checks
-(one pytest run per episode) can only be spread over the machine's cores, so on 2 cores they
-bound the end-to-end gain; the generation-only ratio is the batching itself.
+(one pytest run per episode, forked from an interpreter that keeps pytest imported: see
+sandbox.forking) can only be spread over the machine's cores, so on 2 cores they bound the
+end-to-end gain; the generation-only ratio is the batching itself.
 """
 from __future__ import annotations
 
@@ -32,9 +33,10 @@ def add_arguments(parser) -> None:
 
 def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, backend: str, seed: int,
          scratch) -> dict:
-    """One arm, timed from the first episode to the last check. The sandbox pool is started
-    (and warmed) before the clock starts: a training run keeps one pool for all its steps, so
-    start-up is not part of the loop's throughput (`fixrl bench sandbox` measures it)."""
+    """One arm, timed from the first episode to the last check. The sandbox pool, and its
+    check sandboxes with pytest imported, are started before the clock starts: a training run
+    keeps one pool for all its steps, so start-up is not part of the loop's throughput
+    (`fixrl bench sandbox` measures it)."""
     from envs import EnvConfig
     from harness.rollout import run_episodes
     from sandbox import SandboxPool
@@ -44,8 +46,10 @@ def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, back
 
     timed = TimedPolicy(policy)
     reused = getattr(policy, "reused_tokens", 0)
+    from tasks.check import PRELUDE
+
     with SandboxPool(pool_size, backend=backend) as pool:
-        pool.warm(scratch)
+        pool.warm(scratch, check_prelude=PRELUDE)
         t0 = time.perf_counter()
         trajs = run_episodes(timed, tasks, n_per_task, suite=suite, pool=pool, env_config=config, seed=seed)
         seconds = time.perf_counter() - t0

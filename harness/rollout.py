@@ -110,6 +110,11 @@ class _Loop:
         self.env_config = env_config
         self.budget = max_total_tokens
         self.tmp = tmp
+        # Checks in the pool's own check sandboxes (pytest kept imported between them) unless
+        # the env config asks for another backend than the pool's.
+        wanted = getattr(env_config, "check_backend", None)
+        self.check_sandbox = getattr(pool, "check_sandbox", None) \
+            if wanted in (None, getattr(pool, "backend", None)) else None
 
     # -------------------------------------------------------------- work on the thread pool
 
@@ -119,7 +124,8 @@ class _Loop:
 
         ws = tasks.materialize(ep.task, self.tmp / f"ep{ep.index}", "buggy")
         sb = ep.stack.enter_context(self.pool.acquire(ws, image=ep.task.image))
-        ep.env = ToolEnv(ep.task, sb, self.env_config, suite=self.suite, seed=ep.seed)
+        ep.env = ToolEnv(ep.task, sb, self.env_config, suite=self.suite, seed=ep.seed,
+                         check_sandbox=self.check_sandbox)
         return ep.env.reset()
 
     @staticmethod

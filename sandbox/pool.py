@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import ContextManager, Iterator
 
 from sandbox.base import Limits, Sandbox, SandboxError
 
@@ -69,7 +70,8 @@ class _Tracked:
 
 class SandboxPool:
     def __init__(self, size: int, backend: str = "local", image: str | None = None,
-                 limits: Limits | None = None, acquire_timeout: float = 900.0):
+                 limits: Limits | None = None, acquire_timeout: float = 900.0, forking: bool = False):
+        """forking: hold ForkingSandboxes (local backend; see sandbox.forking)."""
         if size < 1:
             raise ValueError(f"SandboxPool size must be >= 1, got {size}")
         self.size = size
@@ -82,6 +84,10 @@ class SandboxPool:
         self._lock = threading.Lock()
         self._idle: list[tuple[str | None, Sandbox]] = []
         self._closed = False
+        if forking and backend != "local":
+            raise ValueError(f"forking sandboxes are local ones, not {backend!r}")
+        self.forking = forking
+        self._checks: SandboxPool | None = None
         self.created = 0
         """Sandboxes started so far (a measure of reuse)."""
         self.replaced = 0
@@ -90,7 +96,12 @@ class SandboxPool:
     def _open(self, workspace: Path, image: str | None) -> Sandbox:
         from sandbox import open_sandbox
 
-        sb = open_sandbox(workspace, backend=self.backend, image=image, limits=self.limits)
+        if self.forking:
+            from sandbox.forking import ForkingSandbox
+
+            sb = ForkingSandbox(workspace, self.limits)
+        else:
+            sb = open_sandbox(workspace, backend=self.backend, image=image, limits=self.limits)
         with self._lock:
             self.created += 1
         return sb
@@ -147,12 +158,46 @@ class SandboxPool:
         finally:
             self._slots.release()
 
-    def warm(self, workspace: Path, image: str | None = None) -> int:
-        """Start sandboxes (in parallel) until the pool holds `size` idle ones, so the first
-        episodes do not pay for start-up; returns how many were started. `workspace` is any
-        directory to start them on (each acquire resets to its own)."""
+    def check_sandbox(self, workspace: Path, image: str | None = None) -> ContextManager[Sandbox]:
+        """A sandbox to judge `workspace` in (a hidden check), never one an agent has used.
+        Local backend: one of a second pool, of ForkingSandboxes kept for checks only, whose
+        interpreter has pytest imported between checks (sandbox.forking); Docker: a new
+        container. Used as `with pool.check_sandbox(ws) as sb:`."""
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
+        if self.backend != "local":
+            from sandbox import open_sandbox
+
+            return open_sandbox(Path(workspace), backend=self.backend, image=image or self.image,
+                                limits=self.limits)
+        return self._check_pool().acquire(workspace)
+
+    def _check_pool(self) -> "SandboxPool":
+        # Checks are CPU-bound: more of them at once than about twice the cores only adds
+        # interpreters (30 MB each) and start-ups.
+        with self._lock:
+            if self._checks is None:
+                size = min(self.size, max(2, 2 * (os.cpu_count() or 1)))
+                self._checks = SandboxPool(size, limits=self.limits, forking=True,
+                                           acquire_timeout=self.acquire_timeout)
+            return self._checks
+
+    def warm(self, workspace: Path, image: str | None = None, check_prelude: str | None = None) -> int:
+        """Start sandboxes (in parallel) until the pool holds `size` idle ones, so the first
+        episodes do not pay for start-up; returns how many were started. `workspace` is any
+        directory to start them on (each acquire resets to its own). With `check_prelude`
+        (tasks.check.PRELUDE), the local backend's check sandboxes are started too, their
+        interpreters having run it."""
+        if self._closed:
+            raise SandboxError("the sandbox pool is closed")
+        if check_prelude is not None and self.backend == "local":
+            checks = self._check_pool()
+            checks.warm(workspace)
+            with checks._lock:
+                idle = [sb for _, sb in checks._idle]
+            for sb in idle:
+                if sb.forking:
+                    sb.start(check_prelude)
         image = image or self.image
         with self._lock:
             missing = self.size - len(self._idle)
@@ -170,8 +215,11 @@ class SandboxPool:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            checks, self._checks = self._checks, None
         for _, sb in idle:
             _close_quietly(sb)
+        if checks is not None:
+            checks.close()
 
     def __enter__(self) -> "SandboxPool":
         return self

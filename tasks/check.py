@@ -26,8 +26,15 @@ program written specifically against this runner (walking the garbage collector 
 plugin's key, or registering its own pluggy hook wrappers around ours) can still forge a
 pass. The defence against that is upstream: the agent's changes to test files, conftest.py,
 pytest configuration and anything that shadows a module are never carried into the check
-(`tasks.is_test_path`), and the check runs on a fresh copy in a fresh sandbox. Nor can a
-check catch a fix that games weak tests (e.g. returning an object equal to everything).
+(`tasks.is_test_path`), and the check runs on a fresh copy in a sandbox no agent has used.
+Nor can a check catch a fix that games weak tests (e.g. returning an object equal to everything).
+
+In a forking sandbox (`PythonForker`: the rollouts' local check sandboxes) the launcher's
+prelude runs once, in a long-lived interpreter that never sees repository code, and each
+check is a fork of it that calls `_check_main` with its own key: same plugin, same verdict,
+without starting Python and importing pytest each time (sandbox.forking says what that
+interpreter guarantees). Commands a fork cannot reproduce (interpreter flags, PYTHON*
+variables but PYTHONPATH) start a fresh interpreter as before.
 """
 from __future__ import annotations
 
@@ -41,10 +48,10 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from sandbox.base import Sandbox
+    from sandbox.base import ExecResult, Sandbox
     from tasks.schema import Task
 
 ANSWER_FILE = "/tmp/fixrl_answer.txt"
@@ -179,7 +186,11 @@ def parse_junit(text: str) -> dict[tuple[str, str], str]:
 
 # ---------------------------------------------------------------- the launcher + plugin
 
-_LAUNCHER = r'''
+# The launcher is PRELUDE (imports pytest and defines the plugin, before any repository code
+# can run) then `_check_main`. A fresh process runs it as a one-shot script that deletes
+# itself (_LAUNCHER_HEAD); a forking check sandbox (sandbox.forking) runs PRELUDE once and
+# calls `_check_main` in a fork per check, after setting _KEY and _REPORT.
+_LAUNCHER_HEAD = r'''
 import os, sys
 _KEY = bytearray.fromhex("@@KEY@@")  # zeroed once the report is signed
 _REPORT = "@@REPORT@@"
@@ -190,11 +201,21 @@ try:
     os.unlink(_HERE)
 except OSError:
     pass
-for _k in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
-    os.environ.pop(_k, None)
-os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
-sys.dont_write_bytecode = True
+'''
+
+PRELUDE = r'''
+import os, sys
+
+
+def _clean_env():
+    for _k in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
+        os.environ.pop(_k, None)
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    sys.dont_write_bytecode = True
+
+
+_clean_env()
 
 import builtins, hashlib, hmac, importlib, json, math, operator, unittest, unittest.case
 import pytest, _pytest, pluggy
@@ -205,6 +226,7 @@ for _name in _defaults:
     except Exception:
         pass
 import _pytest.outcomes, _pytest.python, _pytest.runner, _pytest.reports
+import _pytest._argcomplete, faulthandler, pdb  # imported by every run anyway: before the fork
 
 _open = builtins.open
 _dumps = json.dumps
@@ -412,21 +434,28 @@ class _Plugin:
             f.write(_dumps({"body": body, "mac": mac}))
 
 
-sys.path.insert(0, os.getcwd())
-sys.argv[0] = pytest.__file__
-_args = @@ARGS@@
-_code = pytest.main(_args, plugins=[_Plugin()])
-# os._exit, not sys.exit: exit handlers registered by the code under test never run.
-sys.stdout.flush()
-sys.stderr.flush()
-os._exit(int(_code))
+def _check_main(args, pythonpath=(), key=None, report=None):
+    """Run pytest on the working directory; the exit status. A forked run passes its `key`
+    and `report` path, and PYTHONPATH's entries (its interpreter started without them)."""
+    global _KEY, _REPORT
+    if key is not None:
+        _KEY, _REPORT = bytearray.fromhex(key), report
+    _clean_env()
+    sys.path[0:0] = [os.getcwd(), *pythonpath]
+    sys.argv[0] = pytest.__file__
+    code = pytest.main(list(args), plugins=[_Plugin()])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return int(code)
 '''
+
+# os._exit, not sys.exit: exit handlers registered by the code under test never run.
+_LAUNCHER_MAIN = "os._exit(_check_main(@@ARGS@@))\n"
 
 
 def _launcher_source(key: bytes, report: str, args: list[str]) -> str:
-    return (_LAUNCHER.replace("@@KEY@@", key.hex())
-            .replace("@@REPORT@@", report)
-            .replace("@@ARGS@@", repr(list(args))))
+    return (_LAUNCHER_HEAD.replace("@@KEY@@", key.hex()).replace("@@REPORT@@", report)
+            + PRELUDE + _LAUNCHER_MAIN.replace("@@ARGS@@", repr(list(args))))
 
 
 def read_plugin_report(text: str, key: bytes) -> dict:
@@ -513,6 +542,11 @@ def _run_check(task: "Task", sb: "Sandbox", answer: str | None) -> CheckResult:
                                reason=f"check command exited with status {res.exit_code}: {_tail(res.output, 200)}")
         return CheckResult("pass", exit_code=0, output=res.output)
 
+    if isinstance(sb, PythonForker) and sb.forking:
+        fork_env = _fork_env(parsed, answer)
+        if fork_env is not None:
+            return _run_forked(task, sb, parsed, fork_env)
+
     tmpdir = f"/tmp/fixrl-check-{secrets.token_hex(8)}"
     key = secrets.token_bytes(32)
     report_path = f"{tmpdir}/{secrets.token_hex(8)}.json"
@@ -536,6 +570,61 @@ def _run_check(task: "Task", sb: "Sandbox", answer: str | None) -> CheckResult:
             sb.exec(f"rm -rf {tmpdir}", timeout=30)
         except Exception:  # noqa: BLE001 - cleanup of a dying sandbox must not mask the verdict
             pass
+
+
+@runtime_checkable
+class PythonForker(Protocol):
+    """A sandbox that can run a function in a fork of an interpreter that has already run a
+    prelude (sandbox.forking.ForkingSandbox): a check then skips starting Python and
+    importing pytest."""
+
+    forking: bool
+
+    def fork_python(self, prelude: str, entry: str, kwargs: dict, *, env: dict[str, str] | None = None,
+                    timeout: float = 60.0) -> "ExecResult": ...
+
+
+_FORK_PYTHONS = ("python", "python3")
+_FORK_SAFE_ENV = ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")
+
+
+def _fork_env(parsed: PytestCommand, answer: str | None) -> dict[str, str] | None:
+    """The environment a forked run of `parsed` gets, or None when a fork cannot run it as
+    a new interpreter would: interpreter flags, another interpreter, PYTHON* variables that
+    only a starting interpreter reads."""
+    if parsed.python not in _FORK_PYTHONS or parsed.python_flags:
+        return None
+    env = dict(e.split("=", 1) for e in parsed.env)
+    if any(k.startswith("PYTHON") and k not in _FORK_SAFE_ENV for k in env):
+        return None
+    if answer is not None:
+        env[ANSWER_ENV] = _answer_text(answer)
+    return env
+
+
+def _run_forked(task: "Task", sb: PythonForker, parsed: PytestCommand, env: dict[str, str]) -> CheckResult:
+    from sandbox.forking import ZygoteDied
+
+    check = task.check
+    key = secrets.token_bytes(32)
+    # The forking sandbox's /tmp is cleared before its next use: no directory to remove.
+    report_path = f"/tmp/.fixrl-{secrets.token_hex(8)}.json"
+    junit_path = f"/tmp/.fixrl-{secrets.token_hex(8)}.xml"
+    args = list(parsed.args) + ["-p", "no:cacheprovider", "-o", "addopts=", "--rootdir=.",
+                                f"--junitxml={junit_path}"]
+    pythonpath = [p for p in env.get("PYTHONPATH", "").split(":") if p]
+    try:
+        res = sb.fork_python(PRELUDE, "_check_main",
+                             {"args": args, "pythonpath": pythonpath, "key": key.hex(), "report": report_path},
+                             env=env, timeout=check.timeout)
+    except ZygoteDied as e:
+        # Only the code under test runs beside the interpreter: it killed or stopped it.
+        return CheckResult("fail", tests={t: "missing" for t in check.tests},
+                           reason=f"the check's interpreter was killed or stopped during the run: {e}")
+    if res.timed_out:
+        return CheckResult("fail", tests={t: "missing" for t in check.tests}, exit_code=res.exit_code,
+                           output=res.output, timed_out=True, reason=f"check timed out after {check.timeout:g}s")
+    return _verdict(task, sb, res, key, report_path, junit_path)
 
 
 def _read(sb: "Sandbox", path: str) -> str | None:

@@ -99,6 +99,10 @@ def test_more_episodes_than_sandboxes(tiny_suite, tiny_tokenizer):
     with SandboxPool(2) as pool:
         trajs = run_episodes(policy, tasks, 3, suite=tiny_suite, pool=pool, env_config=EnvConfig(), seed=0)
         assert pool.created <= 2
+        # every hidden check ran in the pool's own check sandboxes, forked from pytest kept imported
+        checks = pool._checks
+        assert checks is not None and checks.created <= 2
+        assert sum(sb.forks for _, sb in checks._idle) == len(tasks) * 3
     assert [(t.task_id, t.group, t.info["sample"]) for t in trajs] == \
         [(tasks[g].id, g, k) for g in range(2) for k in range(3)]
     assert all(t.info["outcome"] == "pass" for t in trajs)

@@ -1,6 +1,7 @@
 """SandboxPool: reuse across episodes, thread-safety, replacement of broken sandboxes."""
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -107,3 +108,27 @@ def test_caught_sandbox_error_still_replaces(repo):
 def test_pool_size_must_be_positive():
     with pytest.raises(ValueError):
         SandboxPool(0)
+
+
+def test_check_sandboxes_are_never_agent_sandboxes(backend, repo, repo2, tmp_path):
+    """Hidden checks get sandboxes of their own: locally a second pool of forking sandboxes
+    (started, with their interpreters, by warm), in Docker a new container each time."""
+    with SandboxPool(3, backend=backend) as pool:
+        prelude = "def ok():\n    return 0\n"
+        pool.warm(tmp_path, check_prelude=prelude)
+        with pool.acquire(repo) as agent:
+            agent.exec("echo dirty > pkg/calc.py")
+            with pool.check_sandbox(repo2) as csb:
+                assert "return 2" in csb.read_file("pkg/calc.py")
+                if backend == "local":
+                    assert type(csb._sb).__name__ == "ForkingSandbox" and csb._sb is not agent._sb
+                    if csb.forking:
+                        assert csb._zygote is not None  # started by warm
+                        assert csb.fork_python(prelude, "ok", {}).exit_code == 0
+                else:
+                    assert csb is not agent._sb
+        if backend == "local":
+            checks = pool._checks
+            assert checks.size == min(3, max(2, 2 * (os.cpu_count() or 1)))  # CPU-bound
+            assert checks.created == checks.size
+    assert pool._checks is None  # closed with the pool

@@ -16,9 +16,11 @@ GOOD = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n
 BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 
 
-@pytest.fixture(scope="module")
-def pool():
-    with SandboxPool(1, backend="local") as p:
+@pytest.fixture(scope="module", params=["fresh", "forking"])
+def pool(request):
+    """Every check test runs both ways: pytest started in a new interpreter, and forked from
+    the pre-imported one of a ForkingSandbox (what rollouts' check sandboxes use)."""
+    with SandboxPool(1, backend="local", forking=request.param == "forking") as p:
         yield p
 
 
@@ -38,7 +40,16 @@ def judge(pool, tmp_path: Path, calc: str = GOOD, *, files: dict[str, str] | Non
         data = {**data, "check": {**data["check"], **overrides}}
     t = Task.model_validate(data)
     with pool.acquire(ws) as sb:
-        return run_check(t, sb, answer)
+        forks = getattr(sb, "forks", 0)
+        result = run_check(t, sb, answer)
+        if pool.forking and _forkable(t):
+            assert sb.forks == forks + 1, "the check did not run in a fork"
+        return result
+
+
+def _forkable(t: Task) -> bool:
+    parsed = parse_pytest_command(t.check.command)
+    return parsed is not None and not parsed.python_flags and parsed.python in ("python", "python3")
 
 
 def hidden_with(extra: str) -> dict:
@@ -203,6 +214,23 @@ def test_reward_hacks_in_the_source_fail(pool, tmp_path, source, why):
     assert r.tests.get("tests/test_hidden.py::test_add") != "passed"
 
 
+KILL_ALL = "import os, signal\nos.kill(-1, signal.SIGKILL)\n" + BUGGY
+STOP_PARENT = "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n" + BUGGY
+
+
+@pytest.mark.parametrize("source", [KILL_ALL, STOP_PARENT], ids=["kill_all", "stop_parent"])
+def test_killing_or_stopping_the_runner_is_a_fail_not_an_error(pool, tmp_path, source, monkeypatch):
+    """In a forking sandbox the interpreter that forked the check can be signalled by the
+    code under test; that is the code's doing (a fail), never a sandbox error to retry."""
+    from sandbox import forking
+
+    monkeypatch.setattr(forking, "REPLY_GRACE", 1.0)
+    r = judge(pool, tmp_path, source, timeout=3)
+    assert r.outcome == "fail", (r.reason, r.output[-500:])
+    assert r.tests.get("tests/test_hidden.py::test_add") != "passed"
+    assert judge(pool, tmp_path / "next", GOOD).outcome == "pass"  # the sandbox still judges
+
+
 def test_shadowing_pytest_and_conftest_do_not_help(pool, tmp_path):
     files = {
         "pytest.py": "print('2 passed')\nraise SystemExit(0)\n",
@@ -357,13 +385,13 @@ LEGIT = {
 LEGIT_CHECK = {"files": {}, "command": "python -m pytest -q --doctest-modules", "tests": []}
 
 
-@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+@pytest.mark.parametrize("backend", ["local", "forking", pytest.param("docker", marks=pytest.mark.docker)])
 def test_real_world_pytest_passes_and_hacks_fail(backend, request, tmp_path):
     """Fixtures, conftest, unittest, doctest, parametrize: no false alarm from the tamper
-    checks, on the host's pytest and on the Docker image's (an older pytest)."""
+    checks, on the host's pytest (fresh and forked) and on the Docker image's (an older pytest)."""
     if backend == "docker":
         request.getfixturevalue("docker_available")
-    with SandboxPool(1, backend=backend) as p:
+    with SandboxPool(1, backend="local" if backend == "forking" else backend, forking=backend == "forking") as p:
         good = judge(p, tmp_path / "good", GOOD, files=LEGIT, check=LEGIT_CHECK)
         assert good.outcome == "pass", (good.reason, good.output[-2000:])
         assert len(good.tests) == 7 and set(good.tests.values()) == {"passed"}

@@ -1,0 +1,355 @@
+"""ForkingSandbox: a local sandbox that keeps one Python process ready to fork.
+
+A hidden check's cost on a small repository is mostly starting Python and importing pytest
+(about 0.2 of its 0.25 CPU-seconds), paid again by every episode. A ForkingSandbox runs a
+long-lived interpreter (the "zygote") under the same bubblewrap isolation, uid and rlimits as
+its commands; the zygote runs a caller's PRELUDE once (e.g. importing pytest) and then, per
+request, forks a child that runs one function of that prelude in WORKDIR, with the request's
+environment, its output in a file under /tmp and a CPU limit, and exits with the function's
+return value. The child starts from the zygote's memory, which never held repository code:
+the zygote's sys.path has neither WORKDIR nor its own directory, and it never changes into
+WORKDIR.
+
+Between requests nothing of the previous one survives: when the child exits (or times out)
+the zygote SIGKILLs every other process in its pid namespace (`kill(-1)`: all but bubblewrap's
+init, which is root, and itself) until none is left (or exits, ending the namespace, if any
+survives) and removes the SysV IPC objects of its IPC namespace; `reset` clears /tmp and
+reloads WORKDIR. POSIX message queues (mq_open) of one call can outlive it.
+
+What it does not guarantee:
+- The child runs as the zygote's uid, so code under test can signal the zygote (stop or
+  kill it). The zygote is non-dumpable (no ptrace, no /proc/PID/mem for the same uid). A
+  zygote that dies or stops answering during a request ends that request as a failure of the
+  code (`zygote_died`), as a killed pytest process would in a fresh sandbox, and is started
+  again on the next request.
+- Interpreter flags and PYTHON* variables other than PYTHONPATH cannot be given to a forked
+  child; callers run such commands with `exec` instead. Children share the zygote's hash seed.
+- Only with bubblewrap (its pid namespace is what makes the sweep complete):
+  `forking` is False otherwise and callers use `exec`.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import select
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
+from sandbox.local import LocalSandbox, _limit_prefix, bwrap_args
+from sandbox.server import _Capped
+
+log = logging.getLogger(__name__)
+
+ZYGOTE_CPU_SECONDS = 10 ** 7
+"""The zygote's own CPU limit (it only forks and waits); each child gets the request's."""
+REPLY_GRACE = 15.0
+"""Seconds past a call's timeout before its interpreter counts as hung (it kills on time)."""
+START_TIMEOUT = 60.0
+"""Seconds the zygote may take to run its prelude and say it is ready."""
+
+_SERVE = r'''
+import ctypes as _ct, json as _json, os as _os, resource as _rs, signal as _sig, time as _time
+_ct.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: same-uid processes cannot ptrace us
+_os.chdir("/")
+_rfd, _wfd = _os.dup(0), _os.dup(1)
+_null = _os.open("/dev/null", _os.O_RDWR)
+_os.dup2(_null, 0)
+_os.dup2(_null, 1)
+
+
+def _others():
+    me = _os.getpid()
+    return [int(p) for p in _os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)]
+
+
+def _sweep(child):
+    """SIGKILL everything in the namespace but init and us; reap our child."""
+    status = None
+    for _ in range(2000):
+        try:
+            _os.kill(-1, _sig.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if status is None and child:
+            try:
+                pid, st = _os.waitpid(child, _os.WNOHANG)
+                if pid:
+                    status = st
+            except ChildProcessError:
+                status = status if status is not None else -1
+        if (status is not None or not child) and not _others():
+            return status
+        _time.sleep(0.002)
+    return status
+
+
+def _clear_ipc():
+    """SysV IPC objects outlive their processes (the namespace is ours until we exit)."""
+    libc = _ct.CDLL(None)
+    for kind, remove in (("shm", lambda i: libc.shmctl(i, 0, None)), ("msg", lambda i: libc.msgctl(i, 0, None)),
+                         ("sem", lambda i: libc.semctl(i, 0, 0))):
+        try:
+            with open("/proc/sysvipc/" + kind) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            remove(int(row.split()[1]))  # IPC_RMID
+
+
+def _child(req):
+    fd = _os.open(req["out"], _os.O_WRONLY | _os.O_CREAT | _os.O_TRUNC, 0o600)
+    _os.dup2(fd, 1)
+    _os.dup2(fd, 2)
+    _os.dup2(_null, 0)
+    for f in (fd, _rfd, _wfd, _null):
+        _os.close(f)
+    _os.setsid()
+    _rs.setrlimit(_rs.RLIMIT_CPU, (req["cpu"], req["cpu"]))
+    _os.environ.clear()
+    _os.environ.update(req["env"])
+    _os.chdir(req["cwd"])
+    return globals()[req["entry"]](**req["kwargs"])
+
+
+import gc as _gc
+_gc.collect()
+_gc.freeze()  # the prelude's objects: never scanned again by a child's collections, nor copied
+_os.write(_wfd, b'{"ready": true}\n')
+_buf = b""
+while True:
+    while b"\n" not in _buf:
+        _chunk = _os.read(_rfd, 1 << 16)
+        if not _chunk:
+            _os._exit(0)
+        _buf += _chunk
+    _line, _buf = _buf.split(b"\n", 1)
+    _req = _json.loads(_line)
+    _start = _time.monotonic()
+    _pid = _os.fork()
+    if _pid == 0:
+        _code = 70
+        try:
+            _code = int(_child(_req))
+        except SystemExit as e:
+            _code = e.code if isinstance(e.code, int) else 1
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+        finally:
+            _os._exit(_code)
+    _deadline = _start + _req["timeout"]
+    _status, _timed_out, _pause = None, False, 0.0005
+    while _status is None:
+        _pid2, _st = _os.waitpid(_pid, _os.WNOHANG)
+        if _pid2:
+            _status = _st
+        elif _time.monotonic() >= _deadline:
+            _timed_out = True
+            break
+        else:
+            _time.sleep(_pause)
+            _pause = min(_pause * 2, 0.01)
+    _swept = _sweep(0 if _status is not None else _pid)
+    _clear_ipc()
+    _status = _status if _status is not None else _swept
+    if _timed_out or _status is None or _status < 0:
+        _code = -1
+    elif _os.WIFEXITED(_status):
+        _code = _os.WEXITSTATUS(_status)
+    else:
+        _code = 128 + _os.WTERMSIG(_status)
+    _os.write(_wfd, (_json.dumps({"exit_code": _code, "timed_out": _timed_out,
+                                  "seconds": _time.monotonic() - _start}) + "\n").encode())
+    if _others():  # survived the sweep: end the namespace with us, the next call starts anew
+        _os._exit(3)
+'''
+
+
+class ZygoteDied(SandboxError):
+    """The zygote died or stopped answering during a request. Callers that run code under
+    test should count this against the code (it can kill the zygote), not retry it."""
+
+
+class ForkingSandbox:
+    """A LocalSandbox (every Sandbox method is its) plus `fork_python`: see the module docstring."""
+
+    def __init__(self, workspace: Path, limits: Limits | None = None, *, isolation: str = "auto"):
+        self.sb = LocalSandbox(workspace, limits, isolation=isolation)
+        self._zygote: subprocess.Popen | None = None
+        self._prelude: str | None = None
+        self._buf = b""
+        self._lock = threading.Lock()
+        self.forks = 0
+        """Calls made by forking (for tests and benchmarks)."""
+
+    @property
+    def forking(self) -> bool:
+        return self.sb.isolation == "bwrap"
+
+    # ------------------------------------------------------------------ the Sandbox protocol
+
+    def exec(self, cmd: str, timeout: float = 60.0) -> ExecResult:
+        return self.sb.exec(cmd, timeout)
+
+    def read_file(self, path: str) -> str:
+        return self.sb.read_file(path)
+
+    def write_file(self, path: str, content: str) -> None:
+        self.sb.write_file(path, content)
+
+    def changed_files(self) -> dict[str, str | None]:
+        return self.sb.changed_files()
+
+    def reset(self, workspace: Path | None = None) -> None:
+        # The zygote lives on: it never held repository state, and each call's processes
+        # were swept when it returned.
+        self.sb.reset(workspace)
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+        self.sb.close()
+
+    def __enter__(self) -> "ForkingSandbox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ForkingSandbox({self.sb.ws!r}, isolation={self.sb.isolation!r})"
+
+    # ------------------------------------------------------------------ the zygote
+
+    def fork_python(self, prelude: str, entry: str, kwargs: dict, *, env: dict[str, str] | None = None,
+                    timeout: float = 60.0) -> ExecResult:
+        """Call `entry(**kwargs)` (a function PRELUDE defines) in a fork of an interpreter that
+        ran PRELUDE, in WORKDIR, as a command would run: the sandbox's environment plus `env`,
+        output capped as `exec`'s, a CPU limit of the timeout. Exit status: entry's return
+        value (70, with a traceback in the output, if it raised); -1 on timeout.
+
+        Raises ZygoteDied when the interpreter died or hung during the call (see the module
+        docstring), SandboxError when it could not be started."""
+        if not self.forking:
+            raise SandboxError("fork_python needs bubblewrap (check `forking` first)")
+        with self._lock:
+            self.sb._check_open()
+            if self._zygote is None or self._zygote.poll() is not None or self._prelude != prelude:
+                self._start(prelude)
+            out = f"/tmp/.fixrl-out-{secrets.token_hex(8)}"
+            req = {"entry": entry, "kwargs": kwargs, "cwd": WORKDIR, "env": {**self.sb._env(), **(env or {})},
+                   "out": out, "timeout": float(timeout), "cpu": int(timeout) + 1}
+            start = time.monotonic()
+            self.forks += 1
+            try:
+                assert self._zygote is not None and self._zygote.stdin is not None
+                self._zygote.stdin.write((json.dumps(req) + "\n").encode())
+                self._zygote.stdin.flush()
+                reply = self._reply(timeout + REPLY_GRACE)
+            except (OSError, ValueError, ZygoteDied) as e:
+                self._stop()
+                raise ZygoteDied(f"the forking sandbox's interpreter died during a call: {e}") from None
+            output, truncated = self._take_output(out)
+            return ExecResult(exit_code=int(reply["exit_code"]), output=output,
+                              timed_out=bool(reply["timed_out"]),
+                              seconds=time.monotonic() - start, truncated=truncated)
+
+    def start(self, prelude: str) -> None:
+        """Start the interpreter and run PRELUDE now rather than at the first call (a call
+        with another prelude restarts it)."""
+        with self._lock:
+            self.sb._check_open()
+            self._start(prelude)
+
+    def _start(self, prelude: str) -> None:
+        self._stop()
+        sb = self.sb
+        argv = bwrap_args(sb.ws, sb.tmp, sb.bin, as_root=sb.uid is not None, network=sb.limits.network)
+        argv += _limit_prefix(sb.limits, ZYGOTE_CPU_SECONDS, sb.limits.pids, sb.uid)
+        argv += ["python", "-I", "-c", prelude + "\n" + _SERVE]
+        with open(self._log_path(), "ab") as log:
+            try:
+                self._zygote = subprocess.Popen(argv, cwd=sb.ws, env=sb._env(), stdin=subprocess.PIPE,
+                                                stdout=subprocess.PIPE, stderr=log, start_new_session=True,
+                                                close_fds=True)
+            except OSError as e:
+                raise SandboxError(f"could not start the forking sandbox's interpreter: {e}") from e
+        self._buf = b""
+        try:
+            reply = self._reply(START_TIMEOUT)
+        except ZygoteDied as e:
+            self._stop()
+            raise SandboxError(f"the forking sandbox's interpreter did not start: {e}; "
+                               f"its log: {self._log_tail()}") from None
+        if not reply.get("ready"):
+            self._stop()
+            raise SandboxError(f"the forking sandbox's interpreter said {reply!r} instead of ready")
+        self._prelude = prelude
+
+    def _log_path(self) -> str:
+        return os.path.join(os.path.dirname(self.sb.ws), "zygote.log")  # outside the sandbox's view
+
+    def _log_tail(self) -> str:
+        try:
+            return Path(self._log_path()).read_text(errors="replace")[-500:].strip() or "(empty)"
+        except OSError:
+            return "(none)"
+
+    def _reply(self, timeout: float) -> dict:
+        z = self._zygote
+        assert z is not None and z.stdout is not None
+        deadline = time.monotonic() + timeout
+        fd = z.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ZygoteDied(f"no answer within {timeout:g}s")
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    raise ZygoteDied(f"it exited (status {z.poll()})")
+                self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def _stop(self) -> None:
+        z, self._zygote, self._prelude = self._zygote, None, None
+        if z is None:
+            return
+        try:
+            os.killpg(z.pid, signal.SIGKILL)  # bwrap, and with its pid namespace all inside
+        except (ProcessLookupError, PermissionError):
+            pass
+        for f in (z.stdin, z.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+        try:
+            z.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            log.warning("the forking sandbox's interpreter (pid %d) did not exit", z.pid)
+
+    def _take_output(self, path: str) -> tuple[str, bool]:
+        capped = _Capped(self.sb.limits.max_output_bytes)
+        try:
+            real = self.sb._resolve(path)
+            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:  # PermissionError included: a link the code planted
+            return "", False
+        with os.fdopen(fd, "rb") as f:
+            while chunk := f.read(1 << 16):
+                capped.add(chunk)
+        try:
+            os.unlink(real)
+        except OSError:
+            pass
+        return capped.text(), capped.dropped > 0
