@@ -7,7 +7,8 @@ are error observations, counted in `info.malformed` where the call itself was ma
 sandbox that fails during the episode ends it with exit status and outcome `error`.
 
 The reward is computed on a fresh buggy copy with the agent's non-test changes applied
-(`envs.changes` says which are carried), in a fresh sandbox, by `tasks.run_check`. Infrastructure
+(`envs.changes` says which are carried), in a sandbox no agent has used (a new one, or one of the
+rollout pool's check sandboxes, reset), by `tasks.run_check`. Infrastructure
 failures there are retried and end as outcome `error` (reward 0.0, but training and pass@k leave
 the episode out), never as a fail.
 """
@@ -532,9 +533,10 @@ class ToolEnv:
 
     def _run_check(self, agent_changes: dict[str, str | None], info: EpisodeInfo):
         import tasks
+        from tasks.check import clear_check_paths
 
         with tempfile.TemporaryDirectory(prefix="fixrl-check-") as tmp:
-            ws = tasks.materialize(self.task, Path(tmp) / "repo", "buggy")
+            ws = tasks.materialize(self.task, Path(tmp) / "repo", "buggy", cache=True)
             info.dropped_files.clear()
             for path, text in self.carried_changes(agent_changes, ws).items():
                 target = ws / path
@@ -543,10 +545,11 @@ class ToolEnv:
                 else:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_text(text, encoding="utf-8")
+            clear_check_paths(self.task, ws)
             with self._open_check_sandbox(ws) as csb:
                 if self.task.setup:  # run_check expects the state to judge ready, setup included
                     tasks.run_setup(self.task, csb)
-                return tasks.run_check(self.task, csb, info.answer)
+                return tasks.run_check(self.task, csb, info.answer, paths_cleared=not self.task.setup)
 
     def _open_check_sandbox(self, ws: Path) -> ContextManager[Sandbox]:
         if self._check_sandbox is not None:

@@ -122,7 +122,7 @@ class _Loop:
         import tasks
         from envs import ToolEnv
 
-        ws = tasks.materialize(ep.task, self.tmp / f"ep{ep.index}", "buggy")
+        ws = tasks.materialize(ep.task, self.tmp / f"ep{ep.index}", "buggy", cache=True)
         sb = ep.stack.enter_context(self.pool.acquire(ws, image=ep.task.image))
         ep.env = ToolEnv(ep.task, sb, self.env_config, suite=self.suite, seed=ep.seed,
                          check_sandbox=self.check_sandbox)

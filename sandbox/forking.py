@@ -3,7 +3,8 @@
 A hidden check's cost on a small repository is mostly starting Python and importing pytest
 (about 0.2 of its 0.25 CPU-seconds), paid again by every episode. A ForkingSandbox runs a
 long-lived interpreter (the "zygote") under the same bubblewrap isolation, uid and rlimits as
-its commands; the zygote runs a caller's PRELUDE once (e.g. importing pytest) and then, per
+its commands; the zygote runs a caller's PRELUDE once (e.g. importing pytest), then the
+prelude's `_before_fork()` if it defines one (a warm-up: its errors are logged), and then, per
 request, forks a child that runs one function of that prelude in WORKDIR, with the request's
 environment, its output in a file under /tmp and a CPU limit, and exits with the function's
 return value. The child starts from the zygote's memory, which never held repository code:
@@ -118,6 +119,12 @@ def _child(req):
     return globals()[req["entry"]](**req["kwargs"])
 
 
+if "_before_fork" in globals():  # the prelude's warm-up, if it has one
+    try:
+        _before_fork()
+    except BaseException:
+        import traceback
+        traceback.print_exc()
 import gc as _gc
 _gc.collect()
 _gc.freeze()  # the prelude's objects: never scanned again by a child's collections, nor copied

@@ -47,7 +47,7 @@ import shlex
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -205,6 +205,8 @@ except OSError:
 
 PRELUDE = r'''
 import os, sys
+if "_KEY" not in globals():  # a forking sandbox's interpreter: set per check by _check_main
+    _KEY, _REPORT = bytearray(), ""
 
 
 def _clean_env():
@@ -447,6 +449,36 @@ def _check_main(args, pythonpath=(), key=None, report=None):
     sys.stdout.flush()
     sys.stderr.flush()
     return int(code)
+
+
+def _before_fork():
+    """In a forking sandbox's interpreter, once: a whole check on a throwaway test (one pass,
+    one failure) in a temporary directory, so that what pytest builds lazily on first use
+    (imports, compiled patterns, inspect's module index) is built before the fork, not in
+    every check (a third of a check's CPU time). No repository code runs: the directory is
+    ours, and everything the session changed in this process is put back."""
+    import shutil, tempfile
+    saved = (list(sys.path), list(sys.meta_path), set(sys.modules), list(sys.argv), os.getcwd(),
+             dict(os.environ), _KEY, _REPORT)
+    tmp = tempfile.mkdtemp(prefix="fixrl-warm-")
+    try:
+        os.mkdir(os.path.join(tmp, "t"))
+        with open(os.path.join(tmp, "t", "test_fixrl_warm.py"), "w") as f:
+            f.write("def test_pass():\n    assert [1] == [1]\n\n\ndef test_fail():\n    assert {1: 2} == {1: 3}\n")
+        os.chdir(tmp)
+        _check_main(["-q", "t/test_fixrl_warm.py", "-p", "no:cacheprovider", "--junitxml=" + tmp + "/j.xml"],
+                    key=os.urandom(32).hex(), report=tmp + "/r.json")
+    finally:
+        os.chdir(saved[4])
+        shutil.rmtree(tmp, ignore_errors=True)
+        sys.path[:], sys.meta_path[:], sys.argv[:] = saved[0], saved[1], saved[3]
+        for name in set(sys.modules) - saved[2]:
+            if getattr(sys.modules[name], "__file__", None) and sys.modules[name].__file__.startswith(tmp):
+                del sys.modules[name]
+        os.environ.clear()
+        os.environ.update(saved[5])
+        globals().update(_KEY=saved[6], _REPORT=saved[7])
+        _SNAP.clear()  # each check takes its own snapshot
 '''
 
 # os._exit, not sys.exit: exit handlers registered by the code under test never run.
@@ -482,43 +514,72 @@ def _answer_text(answer: str | None) -> str:
     return (answer or "").replace("\x00", "")[:MAX_ANSWER_CHARS]
 
 
-def _write_check_files(task: "Task", sb: "Sandbox") -> None:
+def clear_check_paths(task: "Task", root: Path) -> None:
+    """On a host directory about to be judged: remove whatever sits at the hidden check files'
+    paths, and a symlink or file where one of their parent directories should be (what
+    `run_check` otherwise does inside the sandbox, one command more per check). Never follows
+    a link."""
+    import os
+    import shutil
+
+    rels = [PurePosixPath(d) for d in task.check.files]
+    if any(r.is_absolute() or ".." in r.parts for r in rels):  # the schema refuses these
+        raise ValueError(f"check file paths must be inside the repository: {sorted(map(str, rels))}")
+    parents = sorted({PurePosixPath(*r.parts[:i]) for r in rels for i in range(1, len(r.parts))},
+                     key=lambda p: len(p.parts))
+    for rel in parents:  # shallow first: a link high up goes before anything under it is looked at
+        target = Path(root, *rel.parts)
+        if target.is_symlink() or (os.path.lexists(target) and not target.is_dir()):
+            target.unlink()
+    for rel in rels:
+        target = Path(root, *rel.parts)
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif os.path.lexists(target):
+            target.unlink()
+
+
+def _write_check_files(task: "Task", sb: "Sandbox", paths_cleared: bool = False) -> None:
     if not task.check.files:
         return
     from tasks.loader import field_text
 
-    # Whatever sits at those paths (a file the agent made, a symlink, a directory) goes first,
-    # and so does a symlink or a file standing where one of their parent directories should be.
-    parents = sorted({str(PurePosixPath(*PurePosixPath(d).parts[:i]))
-                      for d in task.check.files for i in range(1, len(PurePosixPath(d).parts))},
-                     key=lambda p: p.count("/"))
-    script = [f"if [ -L {shlex.quote(p)} ] || {{ [ -e {shlex.quote(p)} ] && [ ! -d {shlex.quote(p)} ]; }}; "
-              f"then rm -rf -- {shlex.quote(p)}; fi" for p in parents]
-    script.append("rm -rf -- " + " ".join(shlex.quote(p) for p in task.check.files))
-    sb.exec("; ".join(script), timeout=30)
+    if not paths_cleared:
+        # Whatever sits at those paths (a file the agent made, a symlink, a directory) goes first,
+        # and so does a symlink or a file standing where one of their parent directories should be.
+        parents = sorted({str(PurePosixPath(*PurePosixPath(d).parts[:i]))
+                          for d in task.check.files for i in range(1, len(PurePosixPath(d).parts))},
+                         key=lambda p: p.count("/"))
+        script = [f"if [ -L {shlex.quote(p)} ] || {{ [ -e {shlex.quote(p)} ] && [ ! -d {shlex.quote(p)} ]; }}; "
+                  f"then rm -rf -- {shlex.quote(p)}; fi" for p in parents]
+        script.append("rm -rf -- " + " ".join(shlex.quote(p) for p in task.check.files))
+        sb.exec("; ".join(script), timeout=30)
     for dest, content in task.check.files.items():
         sb.write_file(dest, field_text(task, content))
 
 
-def run_check(task: "Task", sb: "Sandbox", answer: str | None = None) -> CheckResult:
+def run_check(task: "Task", sb: "Sandbox", answer: str | None = None, *,
+              paths_cleared: bool = False) -> CheckResult:
     """Judge the repository state in `sb`'s WORKDIR with the task's hidden check.
 
     The caller has already put the state to judge (and run `tasks.run_setup`) in `sb`; the
     hidden check files are written here, just before the command runs. A SandboxError becomes
     outcome "error" (retry on a fresh sandbox); everything the code does is pass or fail.
+    paths_cleared: the caller loaded `sb` from a directory it passed to `clear_check_paths`
+    (and ran no setup since), so nothing needs removing first.
     """
     from sandbox.base import SandboxError
 
     start = time.monotonic()
     try:
-        result = _run_check(task, sb, answer)
+        result = _run_check(task, sb, answer, paths_cleared)
     except SandboxError as e:
         result = CheckResult("error", output=str(e), reason=f"sandbox error: {e}")
     result.seconds = time.monotonic() - start
     return result
 
 
-def _run_check(task: "Task", sb: "Sandbox", answer: str | None) -> CheckResult:
+def _run_check(task: "Task", sb: "Sandbox", answer: str | None, paths_cleared: bool) -> CheckResult:
     check = task.check
     env_prefix = ""
     if answer is not None or task.kind == "question":
@@ -526,7 +587,7 @@ def _run_check(task: "Task", sb: "Sandbox", answer: str | None) -> CheckResult:
         sb.write_file(ANSWER_FILE, text)
         env_prefix = f"export {ANSWER_ENV}={shlex.quote(text)}; "  # reaches every command of a compound one
     try:
-        _write_check_files(task, sb)
+        _write_check_files(task, sb, paths_cleared)
     except (OSError, ValueError) as e:  # e.g. a path the workspace made unwritable
         return CheckResult("fail", tests={t: "missing" for t in check.tests},
                            reason=f"could not write the check files: {e}")

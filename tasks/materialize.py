@@ -7,11 +7,15 @@ sandbox (`run_setup`).
 """
 from __future__ import annotations
 
+import atexit
+import itertools
 import os
 import shutil
 import subprocess
 import tarfile
 import tempfile
+import threading
+import weakref
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
@@ -165,16 +169,58 @@ def _where(task: Task) -> str:
     return f"{task.source_file}: task {task.id}" if task.source_file else f"task {task.id}"
 
 
-def materialize(task: Task, dest: Path, state: State = "buggy") -> Path:
+_cache_lock = threading.Lock()
+_cache: dict[tuple[int, str], tuple[threading.Lock, Path]] = {}  # (id(task), state) -> its tree
+_cache_root: Path | None = None
+_cache_names = itertools.count()
+
+
+def _cached_tree(task: Task, state: State) -> Path:
+    """The tree of `task` in `state`, made once per process and Task object (dropped with it)."""
+    global _cache_root
+    key = (id(task), state)
+    with _cache_lock:
+        if _cache_root is None:
+            _cache_root = Path(tempfile.mkdtemp(prefix="fixrl-trees-"))
+            atexit.register(shutil.rmtree, _cache_root, True)
+        entry = _cache.get(key)
+        if entry is None:
+            entry = _cache[key] = (threading.Lock(), _cache_root / f"{next(_cache_names)}-{state}")
+            weakref.finalize(task, _forget, key)
+    lock, tree = entry
+    with lock:  # one thread builds it; the others wait for it
+        if not tree.exists():
+            part = tree.with_name(tree.name + ".part")
+            shutil.rmtree(part, ignore_errors=True)
+            materialize(task, part, state)
+            part.rename(tree)
+    return tree
+
+
+def _forget(key: tuple[int, str]) -> None:
+    with _cache_lock:
+        entry = _cache.pop(key, None)
+    if entry is not None:
+        shutil.rmtree(entry[1], ignore_errors=True)
+
+
+def materialize(task: Task, dest: Path, state: State = "buggy", *, cache: bool = False) -> Path:
     """Write the repository in `state` into `dest` (created; must be empty if it exists):
     clean = the repository as given; buggy = clean + `bug` (or `bug_files`); fixed = buggy +
     `fix`. No history, no patch files; setup is not run. Raises TaskError naming the task
-    and the patch that did not apply."""
+    and the patch that did not apply.
+
+    cache: copy the tree made by the first such call for this Task object in this process
+    (rollouts materialize a task's buggy state twice an episode). A repository changed on disk
+    after that first call is not seen until the task is loaded again."""
     if state not in ("clean", "buggy", "fixed"):
         raise ValueError(f"state must be clean, buggy or fixed, not {state!r}")
     dest = Path(dest)
     if dest.exists() and any(dest.iterdir()):
         raise ValueError(f"materialize: {dest} is not empty")
+    if cache:
+        shutil.copytree(_cached_tree(task, state), dest, symlinks=True, dirs_exist_ok=True)
+        return dest
     copy_repo(task, dest)
     if state in ("buggy", "fixed"):
         if task.bug is not None:

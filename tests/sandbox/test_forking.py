@@ -144,3 +144,14 @@ def test_closed_sandbox_refuses_and_leaves_no_process(repo):
 
     with pytest.raises(SandboxError):
         call(sb, "pass")
+
+
+def test_a_failing_warm_up_is_logged_and_calls_still_run(repo):
+    """`_before_fork` runs once before serving; its failure is the log's, not the calls'."""
+    prelude = PRELUDE + "\nWARM = []\n\ndef _before_fork():\n    WARM.append(1)\n    raise RuntimeError('warm-up broke')\n"
+    with ForkingSandbox(repo, SMALL) as sb:
+        if not sb.forking:
+            pytest.skip("bubblewrap does not work here")
+        r = sb.fork_python(prelude, "run", {"code": "print(WARM)"})
+        assert r.exit_code == 0 and r.output.strip() == "[1]"
+        assert "warm-up broke" in sb._log_tail()

@@ -2,6 +2,7 @@
 a pass needs positive evidence that every named test ran and passed."""
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -399,3 +400,38 @@ def test_real_world_pytest_passes_and_hacks_fail(backend, request, tmp_path):
         for i, source in enumerate([BUGGY, PATCH_REPORTS, PLUGIN_SHORT_CIRCUIT, FORGE_REPORTS, EXIT_AT_IMPORT]):
             r = judge(p, tmp_path / str(i), source, files=LEGIT, check=LEGIT_CHECK)
             assert r.outcome == "fail", (i, r.tests)
+
+
+def test_clear_check_paths_on_the_host(tmp_path):
+    """What the env does before loading a check sandbox (instead of one command in it): the
+    hidden files' paths are emptied, parents that are links or files go, nothing is followed."""
+    from tasks.check import clear_check_paths
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.py").write_text("keep")
+    ws = write_repo(tmp_path / "ws")
+    (ws / "tests").mkdir(exist_ok=True)
+    (ws / "tests" / "test_hidden.py").write_text("def test_add():\n    pass\n")  # an agent's fake
+    task = Task.model_validate(fix_task("t", repo=str(ws)))
+    clear_check_paths(task, ws)
+    assert not (ws / "tests" / "test_hidden.py").exists() and (ws / "calc.py").exists()
+    import shutil
+
+    shutil.rmtree(ws / "tests")
+    (ws / "tests").symlink_to(outside)  # a parent that is a link: removed, not followed
+    clear_check_paths(task, ws)
+    assert not os.path.lexists(ws / "tests") and (outside / "keep.py").exists()
+    (ws / "tests").write_text("a file where a directory should be")
+    clear_check_paths(task, ws)
+    assert not os.path.lexists(ws / "tests")
+    (ws / "tests").mkdir()
+    (ws / "tests" / "test_hidden.py").mkdir()
+    clear_check_paths(task, ws)
+    assert not os.path.lexists(ws / "tests" / "test_hidden.py")
+    assert judge_dir(task, ws).outcome == "pass"
+
+
+def judge_dir(task, ws):
+    with SandboxPool(1, backend="local", forking=True) as p, p.acquire(ws) as sb:
+        return run_check(task, sb, paths_cleared=True)

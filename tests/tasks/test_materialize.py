@@ -145,3 +145,35 @@ def test_symlinks_are_kept_as_symlinks(tmp_path):
     task = load_suite(root).tasks[0]
     out = materialize(task, tmp_path / "o", "buggy")
     assert (out / "alias.py").is_symlink() and os.readlink(out / "alias.py") == "calc.py"
+
+
+def test_cached_materialize_copies_one_tree_per_task_object(tmp_path):
+    """Rollouts materialize with cache=True: the same files as without, the bug patch applied
+    once per Task object (a changed repository is seen by a newly loaded task, not by it)."""
+    import gc
+
+    from tasks import Task
+    from tasks.materialize import _cache
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    data = {"id": "t", "repo": str(repo), "issue": "add is wrong",
+            "bug": "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a + b\n+    return a - b\n",
+            "fix": "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n",
+            "check": {"command": "python -m pytest -q", "files": {"tests/test_h.py": "def test_x():\n    pass\n"}}}
+    task = Task.model_validate(data)
+    plain = materialize(task, tmp_path / "plain", "buggy")
+    one = materialize(task, tmp_path / "one", "buggy", cache=True)
+    (repo / "calc.py").write_text("changed on disk\n")
+    two = materialize(task, tmp_path / "two", "buggy", cache=True)
+    for d in (one, two):
+        assert (d / "calc.py").read_text() == (plain / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n# new\n")
+    fresh = Task.model_validate(data)
+    assert "# new" in materialize(fresh, tmp_path / "fresh", "buggy", cache=True).joinpath("calc.py").read_text()
+    key = (id(task), "buggy")
+    tree = _cache[key][1]
+    del task
+    gc.collect()
+    assert key not in _cache and not tree.exists()  # dropped with its task
