@@ -39,6 +39,7 @@ other exception is a bug and propagates.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import tempfile
 import zlib
@@ -124,8 +125,11 @@ class _Loop:
 
         ws = tasks.materialize(ep.task, self.tmp / f"ep{ep.index}", "buggy", cache=True)
         sb = ep.stack.enter_context(self.pool.acquire(ws, image=ep.task.image))
+        check_sandbox = None
+        if self.check_sandbox is not None:
+            check_sandbox = functools.partial(self.check_sandbox, image=ep.task.image)
         ep.env = ToolEnv(ep.task, sb, self.env_config, suite=self.suite, seed=ep.seed,
-                         check_sandbox=self.check_sandbox)
+                         check_sandbox=check_sandbox)
         return ep.env.reset()
 
     @staticmethod

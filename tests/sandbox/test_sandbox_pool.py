@@ -127,6 +127,9 @@ def test_check_sandboxes_are_never_agent_sandboxes(backend, repo, repo2, tmp_pat
                         assert csb.fork_python(prelude, "ok", {}).exit_code == 0
                 else:
                     assert csb is not agent._sb
+            if backend == "docker":  # a task's own image reaches its check container
+                with pytest.raises(SandboxError, match="fixrl-no-such-image"):
+                    pool.check_sandbox(repo2, image="fixrl-no-such-image:1")
         if backend == "local":
             checks = pool._checks
             assert checks.size == min(3, max(2, 2 * (os.cpu_count() or 1)))  # CPU-bound
