@@ -43,14 +43,13 @@ def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, back
     from envs import EnvConfig
     from harness.rollout import run_episodes
     from sandbox import SandboxPool
+    from tasks.check import PRELUDE
 
     config = EnvConfig(max_turns=turns, max_malformed=turns)
     from harness.policies import TimedPolicy
 
     timed = TimedPolicy(policy)
     reused = getattr(policy, "reused_tokens", 0)
-    from tasks.check import PRELUDE
-
     with SandboxPool(pool_size, backend=backend) as pool:
         pool.warm(scratch, check_prelude=PRELUDE)
         t0 = time.perf_counter()

@@ -189,7 +189,7 @@ def parse_junit(text: str) -> dict[tuple[str, str], str]:
 # The launcher is PRELUDE (imports pytest and defines the plugin, before any repository code
 # can run) then `_check_main`. A fresh process runs it as a one-shot script that deletes
 # itself (_LAUNCHER_HEAD); a forking check sandbox (sandbox.forking) runs PRELUDE once and
-# calls `_check_main` in a fork per check, after setting _KEY and _REPORT.
+# calls `_check_main` in a fork per check, with that check's key and report path.
 _LAUNCHER_HEAD = r'''
 import os, sys
 _KEY = bytearray.fromhex("@@KEY@@")  # zeroed once the report is signed
@@ -458,8 +458,8 @@ def _before_fork():
     every check (a third of a check's CPU time). No repository code runs: the directory is
     ours, and everything the session changed in this process is put back."""
     import shutil, tempfile
-    saved = (list(sys.path), list(sys.meta_path), set(sys.modules), list(sys.argv), os.getcwd(),
-             dict(os.environ), _KEY, _REPORT)
+    path, meta_path, modules, argv = list(sys.path), list(sys.meta_path), set(sys.modules), list(sys.argv)
+    cwd, environ, key, report = os.getcwd(), dict(os.environ), _KEY, _REPORT
     tmp = tempfile.mkdtemp(prefix="fixrl-warm-")
     try:
         os.mkdir(os.path.join(tmp, "t"))
@@ -469,15 +469,15 @@ def _before_fork():
         _check_main(["-q", "t/test_fixrl_warm.py", "-p", "no:cacheprovider", "--junitxml=" + tmp + "/j.xml"],
                     key=os.urandom(32).hex(), report=tmp + "/r.json")
     finally:
-        os.chdir(saved[4])
+        os.chdir(cwd)
         shutil.rmtree(tmp, ignore_errors=True)
-        sys.path[:], sys.meta_path[:], sys.argv[:] = saved[0], saved[1], saved[3]
-        for name in set(sys.modules) - saved[2]:
-            if getattr(sys.modules[name], "__file__", None) and sys.modules[name].__file__.startswith(tmp):
+        sys.path[:], sys.meta_path[:], sys.argv[:] = path, meta_path, argv
+        for name in set(sys.modules) - modules:
+            if (getattr(sys.modules[name], "__file__", None) or "").startswith(tmp):
                 del sys.modules[name]
         os.environ.clear()
-        os.environ.update(saved[5])
-        globals().update(_KEY=saved[6], _REPORT=saved[7])
+        os.environ.update(environ)
+        globals().update(_KEY=key, _REPORT=report)
         _SNAP.clear()  # each check takes its own snapshot
 '''
 
@@ -613,18 +613,13 @@ def _run_check(task: "Task", sb: "Sandbox", answer: str | None, paths_cleared: b
     report_path = f"{tmpdir}/{secrets.token_hex(8)}.json"
     junit_path = f"{tmpdir}/{secrets.token_hex(8)}.xml"
     launcher = f"{tmpdir}/{secrets.token_hex(8)}.py"
-    args = list(parsed.args) + ["-p", "no:cacheprovider", "-o", "addopts=", "--rootdir=.",
-                                f"--junitxml={junit_path}"]
+    args = _pytest_args(parsed, junit_path)
     sb.exec(f"mkdir -p -m 700 {tmpdir}", timeout=30)
     sb.write_file(launcher, _launcher_source(key, report_path, args))
     cmd = " ".join([*(shlex.quote(e) for e in parsed.env), shlex.quote(parsed.python),
                     *(shlex.quote(f) for f in parsed.python_flags), shlex.quote(launcher)])
     try:
         res = sb.exec(env_prefix + cmd, timeout=check.timeout)
-        if res.timed_out:
-            return CheckResult("fail", tests={t: "missing" for t in check.tests}, exit_code=res.exit_code,
-                               output=res.output, timed_out=True,
-                               reason=f"check timed out after {check.timeout:g}s")
         return _verdict(task, sb, res, key, report_path, junit_path)
     finally:
         try:
@@ -671,8 +666,7 @@ def _run_forked(task: "Task", sb: PythonForker, parsed: PytestCommand, env: dict
     # The forking sandbox's /tmp is cleared before its next use: no directory to remove.
     report_path = f"/tmp/.fixrl-{secrets.token_hex(8)}.json"
     junit_path = f"/tmp/.fixrl-{secrets.token_hex(8)}.xml"
-    args = list(parsed.args) + ["-p", "no:cacheprovider", "-o", "addopts=", "--rootdir=.",
-                                f"--junitxml={junit_path}"]
+    args = _pytest_args(parsed, junit_path)
     pythonpath = [p for p in env.get("PYTHONPATH", "").split(":") if p]
     try:
         res = sb.fork_python(PRELUDE, "_check_main",
@@ -682,10 +676,14 @@ def _run_forked(task: "Task", sb: PythonForker, parsed: PytestCommand, env: dict
         # Only the code under test runs beside the interpreter: it killed or stopped it.
         return CheckResult("fail", tests={t: "missing" for t in check.tests},
                            reason=f"the check's interpreter was killed or stopped during the run: {e}")
-    if res.timed_out:
-        return CheckResult("fail", tests={t: "missing" for t in check.tests}, exit_code=res.exit_code,
-                           output=res.output, timed_out=True, reason=f"check timed out after {check.timeout:g}s")
     return _verdict(task, sb, res, key, report_path, junit_path)
+
+
+def _pytest_args(parsed: PytestCommand, junit_path: str) -> list[str]:
+    """The check's own pytest arguments plus ours: no cache, no repository addopts, the
+    repository as rootdir, a JUnit report to cross-check the plugin's."""
+    return list(parsed.args) + ["-p", "no:cacheprovider", "-o", "addopts=", "--rootdir=.",
+                                f"--junitxml={junit_path}"]
 
 
 def _read(sb: "Sandbox", path: str) -> str | None:
@@ -697,6 +695,9 @@ def _read(sb: "Sandbox", path: str) -> str | None:
 
 def _verdict(task: "Task", sb: "Sandbox", res, key: bytes, report_path: str, junit_path: str) -> CheckResult:
     named = list(task.check.tests)
+    if res.timed_out:
+        return CheckResult("fail", tests={t: "missing" for t in named}, exit_code=res.exit_code,
+                           output=res.output, timed_out=True, reason=f"check timed out after {task.check.timeout:g}s")
 
     def fail(reason: str, tests: dict[str, str] | None = None) -> CheckResult:
         return CheckResult("fail", tests=tests if tests is not None else {t: "missing" for t in named},
