@@ -72,6 +72,11 @@ class EnvConfig:
     Off: `public_pass` is the agent's last `test` result when no edit came after it."""
     system_prompt: str | None = None
     """Replaces the built-in system prompt; `{tools}`, `{max_turns}`, `{max_edits}` are filled in."""
+    tool_schemas: bool = True
+    """Give the chat template the tools' JSON schemas (Qwen2.5's template renders them into the
+    system turn, ~430 tokens for the default tools). False: the system prompt alone tells the
+    tools; for a tiny model trained from scratch, to which the schemas are only a long run of
+    tokens to attend past, not for a real model, which learned to call tools from them."""
     check_backend: str | None = None
     """Backend of the default check sandbox; None: the same as the agent's sandbox."""
 
@@ -208,7 +213,7 @@ class ToolEnv:
                                  max_edits=self.max_edits if self.max_edits is not None else "unlimited")
         messages = [{"role": "system", "content": system},
                     {"role": "user", "content": self.issue}]
-        return messages, self.schemas()
+        return messages, (self.schemas() if self.config.tool_schemas else [])
 
     def _prepare(self) -> None:
         """Run the task's setup commands, then rename. A failure here is not the agent's: the

@@ -23,6 +23,10 @@ from pathlib import Path
 from typing import Any
 
 
+DEMO_PROMPT = ("Fix the bug. Tools: read(path), test(), edit(path, old, new), submit(). "
+               "One tool call per reply; {max_turns} calls{edits}.")
+
+
 @dataclass
 class DemoConfig:
     out: str = "runs/demo"
@@ -41,17 +45,25 @@ class DemoConfig:
     num_layers: int = 4
     """Four layers learn the tool-call format in fewer steps than two, for little more time
     (the 151,936-token output head is most of the cost)."""
-    demo_mix: dict[str, int] = field(default_factory=lambda: {"random": 1, "blind": 7, "oracle": 2})
+    demo_mix: dict[str, int] = field(default_factory=lambda: {"random": 1, "blind": 3, "oracle": 1})
     """Demonstration episodes per train task, by scripted policy, trained on whole: 2 in 10 read
     first and fix right, the rest edit blind or act at random."""
-    after_read: int = 12
+    after_read: int = 6
     """Further informed (oracle) episodes per train task whose choice to read (the first call up
     to its tool name) is left out of the SFT loss (`Trajectory.with_masked`): they teach how to
     call `read` and what to do with what it showed, not when to read. A tiny model learns to find
     the bug's marker in a read file only from many such examples (2 in 7 informed episodes,
     trained on whole, left its edits after a read no better than blind ones), and training on all
     their choices would make it read first most of the time, leaving GRPO nothing to learn."""
-    sft_epochs: int = 7
+    system_prompt: str = DEMO_PROMPT
+    """The episodes' system prompt, short: a tiny model trained from scratch learns to use its
+    context (the issue's path, the marker a read showed) only when little stands between."""
+    tool_schemas: bool = False
+    """Leave the tools' JSON schemas (~430 tokens) out of the prompt; the prompt names the tools."""
+    sft_epochs: int = 10
+    sft_value_weight: float = 5.0
+    """SFT loss weight of tool-call argument values (the path copied from the issue, the edit
+    picked from a read), against 1 for the other reply tokens."""
     sft_learning_rate: float = 2e-3
     sft_batch_size: int = 4
     """Demonstrations per SFT optimizer step (more, smaller steps over the small data set)."""
@@ -139,7 +151,7 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     suite_dir = Path(cfg.suite) if cfg.suite else GYM_SUITE
     suite = tasks_pkg.load_suite(suite_dir)
     train_tasks, heldout = suite.split("train"), suite.split("heldout")
-    env_config = EnvConfig(rename=True)
+    env_config = EnvConfig(rename=True, system_prompt=cfg.system_prompt, tool_schemas=cfg.tool_schemas)
     console.print(f"suite {suite.name}: {len(train_tasks)} train, {len(heldout)} held-out tasks; "
                   f"families {', '.join(suite.families)}; tools {', '.join(suite.tools)}")
 
@@ -174,7 +186,8 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     if not (sft_model / "config.json").exists():
         run_sft(SFTConfig(model=str(model), data=[str(demos)], out=str(sft_model), epochs=cfg.sft_epochs,
                           learning_rate=cfg.sft_learning_rate, full_finetune=True, seed=cfg.seed,
-                          micro_batch_size=cfg.sft_micro_batch_size, batch_size=cfg.sft_batch_size),
+                          micro_batch_size=cfg.sft_micro_batch_size, batch_size=cfg.sft_batch_size,
+                          data_vocab_head=True, value_weight=cfg.sft_value_weight),
                 console=console)
 
     def load(adapter: Path | None) -> Any:
@@ -208,7 +221,8 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
                            backend=cfg.sandbox, rename=True, seed=cfg.seed, pool_size=cfg.pool_size,
                            max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
                            eval_every=max(cfg.grpo_steps // 4, 1),
-                           eval_generations=2, **cfg.grpo_overrides)
+                           eval_generations=2, system_prompt=cfg.system_prompt,
+                           tool_schemas=cfg.tool_schemas, **cfg.grpo_overrides)
     summary = run_grpo(grpo_cfg, resume=(run_dir / "checkpoint").exists(), console=console)
 
     # 5. start against end on held-out tasks, next to the best blind policy

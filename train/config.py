@@ -82,6 +82,12 @@ class GRPOConfig(LoRAConfig):
     stacking blind edits). None: the task's own `limits.max_edits`."""
     rename: bool = True
     """Per-episode renaming of the buggy function, so a name carries no information about the fix."""
+    system_prompt: str | None = None
+    """The episodes' system prompt (envs.EnvConfig's); None: the built-in one. Train with the
+    prompt the starting policy was fine-tuned with."""
+    tool_schemas: bool = True
+    """Render the tools' JSON schemas into the prompt (envs.EnvConfig's; False for a tiny model
+    fine-tuned without them)."""
     max_new_tokens: int = 256
     """Tokens the policy may sample per turn."""
     max_total_tokens: int = 6144

@@ -477,8 +477,10 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
         set_rng_state(state["rng"])
     policy = TimedPolicy(HFPolicy(model=model, tokenizer=tok, temperature=cfg.temperature, top_p=cfg.top_p,
                                   max_new_tokens=cfg.max_new_tokens))
-    env_config = EnvConfig(max_turns=cfg.max_turns, max_edits=cfg.max_edits, rename=cfg.rename, reward=cfg.reward)
-    eval_env = EnvConfig(max_turns=cfg.max_turns, max_edits=cfg.max_edits, rename=cfg.rename)
+    prompt = dict(system_prompt=cfg.system_prompt, tool_schemas=cfg.tool_schemas)
+    env_config = EnvConfig(max_turns=cfg.max_turns, max_edits=cfg.max_edits, rename=cfg.rename, reward=cfg.reward,
+                           **prompt)
+    eval_env = EnvConfig(max_turns=cfg.max_turns, max_edits=cfg.max_edits, rename=cfg.rename, **prompt)
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
     runlog = RunLog(out, cfg, start_step)
     progress = _progress(console)

@@ -164,7 +164,8 @@ def head_log_probs(head: nn.Module, hidden: Tensor, targets: Tensor, temperature
 
 def reply_log_probs(model: nn.Module, token_ids: Tensor, assistant_mask: Tensor, temperature: float = 1.0,
                     chunk_size: int = DEFAULT_CHUNK_SIZE, return_entropy: bool = False,
-                    gradient_checkpointing: bool = True, autocast: bool | None = None):
+                    gradient_checkpointing: bool = True, autocast: bool | None = None,
+                    head: nn.Module | None = None):
     """Log-probs of the policy's own tokens under `model`, one forward pass per row.
 
     token_ids [B, T] (right-padded), assistant_mask [B, T] (1 exactly where the policy sampled;
@@ -174,7 +175,8 @@ def reply_log_probs(model: nn.Module, token_ids: Tensor, assistant_mask: Tensor,
 
     Differentiable with respect to the model's trainable weights. Decoder blocks are
     checkpointed when grad is enabled (gradient_checkpointing=True). autocast None: fp16 on
-    CUDA, off elsewhere.
+    CUDA, off elsewhere. head: replaces the model's output head (a `DataVocabHead`, whose
+    `index` maps token ids to its columns).
     """
     if token_ids.dim() != 2 or token_ids.shape != assistant_mask.shape:
         raise ValueError(f"token_ids {tuple(token_ids.shape)} and assistant_mask "
@@ -182,7 +184,8 @@ def reply_log_probs(model: nn.Module, token_ids: Tensor, assistant_mask: Tensor,
     mask = assistant_mask.bool()
     if mask[:, 0].any():
         raise ValueError("assistant_mask[:, 0] is 1: the first token has no context to predict it from")
-    decoder, head = split_causal_lm(model)
+    decoder, model_head = split_causal_lm(model)
+    head = model_head if head is None else head
     device = next(model.parameters()).device
     token_ids, mask = token_ids.to(device), mask.to(device)
     if autocast is None:
@@ -200,7 +203,9 @@ def reply_log_probs(model: nn.Module, token_ids: Tensor, assistant_mask: Tensor,
     with ctx, checkpointed_layers(decoder, gradient_checkpointing and torch.is_grad_enabled()):
         hidden = decoder(input_ids=inputs, use_cache=False).last_hidden_state  # [B, last, H]
         selected = hidden[rows, cols - 1]  # [N, H]: the positions that predict reply tokens
-        logp, entropy = head_log_probs(head, selected, token_ids[rows, cols], temperature, chunk_size,
+        targets = token_ids[rows, cols]  # [N]
+        targets = head.index(targets) if hasattr(head, "index") else targets
+        logp, entropy = head_log_probs(head, selected, targets, temperature, chunk_size,
                                        return_entropy)  # [N], [N]
     out = out.index_put((rows, cols), logp)  # [B, T], differentiable in logp
     if return_entropy:

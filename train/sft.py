@@ -23,6 +23,7 @@ import json
 import logging
 import math
 import random
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +75,17 @@ class SFTConfig(LoRAConfig):
     """Keep only passing episodes (rejection-sampling fine-tuning)."""
     chunk_size: int = 256
     """Reply positions per output-head chunk."""
+    value_weight: float = 1.0
+    """Loss weight of the tokens of tool-call argument values (a path, an edit's `old`/`new`
+    text; not the tool's name), against 1 for every other reply token. These few tokens carry
+    what the reply took from its context; a tiny model trained from scratch learns to copy the
+    path and to pick the edit a read showed sooner when they weigh more."""
+    data_vocab_head: bool = False
+    """With `full_finetune` of a model trained from scratch: the output rows of tokens that never
+    occur in the data share one row, and the softmax runs over the data's tokens plus that row
+    (`train/vocab_head.py`) -- the same distribution at a fraction of the cost when the data use
+    a few hundred of the vocabulary's 151,936 tokens. Erases what a real model knows of the
+    unseen tokens: for tiny models only."""
     seed: int = 0
     """Data order and LoRA initialisation."""
     device: str | None = None
@@ -83,12 +95,17 @@ class SFTConfig(LoRAConfig):
         for name in ("epochs", "batch_size", "micro_batch_size", "chunk_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"SFTConfig.{name}={getattr(self, name)} must be at least 1")
+        if self.value_weight <= 0:
+            raise ValueError(f"SFTConfig.value_weight={self.value_weight} must be > 0")
         if self.learning_rate <= 0:
             raise ValueError(f"SFTConfig.learning_rate={self.learning_rate} must be > 0")
         if not self.data:
             raise ValueError("SFTConfig.data: give at least one data file")
         if self.lr_scheduler not in ("linear", "cosine", "constant"):
             raise ValueError(f"SFTConfig.lr_scheduler={self.lr_scheduler!r}: use linear, cosine or constant")
+        if self.data_vocab_head and not self.full_finetune:
+            raise ValueError("SFTConfig.data_vocab_head needs full_finetune (--full): a LoRA run's "
+                             "frozen head cannot share rows")
 
 
 @dataclass
@@ -97,6 +114,8 @@ class Example:
     assistant_mask: list[int]
     source: str
     """file:line, for error messages."""
+    weights: list[float] | None = None
+    """Per-token loss weights (None: the mask)."""
 
 
 # ----------------------------------------------------------------------------- data
@@ -260,6 +279,32 @@ def load_examples(paths: list[str | Path], tokenizer: Any, passing_only: bool = 
     return examples, counts
 
 
+_VALUE_START = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)": "$')
+
+
+def argument_value_weights(tokenizer: Any, ids: list[int], mask: list[int], weight: float) -> list[float]:
+    """Loss weights [T]: `weight` on reply tokens inside a JSON string value whose key is not
+    `name` (a tool call's arguments, up to and including the token that closes the string), 1 on
+    other reply tokens, 0 elsewhere. Reads the decoded text token by token, so it needs no parse
+    of a call and gives up on nothing: a malformed call just gets fewer weighted tokens."""
+    weights = [float(m) for m in mask]
+    text, inside = "", False
+    for i, (t, m) in enumerate(zip(ids, mask)):
+        if not m:
+            text, inside = "", False
+            continue
+        piece = tokenizer.decode([t])
+        if not inside:
+            start = _VALUE_START.search(text)
+            inside = start is not None and start.group(1) != "name"
+        if inside:
+            weights[i] = weight
+            if '"' in piece.replace('\\"', ""):  # the value's closing quote (escaped ones do not close)
+                inside = False
+        text = (text + piece)[-64:]
+    return weights
+
+
 # ----------------------------------------------------------------------------- training
 
 
@@ -306,6 +351,9 @@ def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
     if not examples:
         raise DataError(f"no training examples left in {', '.join(map(str, cfg.data))} "
                         f"({counts}); check --passing-only / --max-length")
+    if cfg.value_weight != 1.0:
+        for e in examples:
+            e.weights = argument_value_weights(tok, e.token_ids, e.assistant_mask, cfg.value_weight)
     device = next(model.parameters()).device
     use_cuda = device.type == "cuda"
     params = trainable_parameters(model)
@@ -320,13 +368,18 @@ def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
     metrics_path = out / "sft_metrics.jsonl"
     metrics_path.write_text("")
     rng = random.Random(cfg.seed)
+    head_ctx = contextlib.nullcontext(None)
+    if cfg.data_vocab_head:
+        from train.vocab_head import shared_tail_rows
+
+        head_ctx = shared_tail_rows(model, {t for e in examples for t in e.token_ids})
     model.train()
     history: list[float] = []
     t0 = time.time()
     step = 0
     tokens_seen = 0
     progress = _progress(console)
-    with progress if progress is not None else contextlib.nullcontext():
+    with progress if progress is not None else contextlib.nullcontext(), head_ctx as head:
         task = progress.add_task("sft", total=total_steps) if progress is not None else None
         for epoch in range(cfg.epochs):
             order = list(range(len(examples)))
@@ -339,8 +392,13 @@ def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
                 for m in range(0, len(batch), cfg.micro_batch_size):
                     micro = batch[m:m + cfg.micro_batch_size]
                     ids, mask = pad_batch([(e.token_ids, e.assistant_mask) for e in micro], pad_id)
-                    logp = reply_log_probs(model, ids, mask, 1.0, cfg.chunk_size)  # [b, T]
-                    loss = -(logp * mask.to(logp.device)).sum() / n_tokens  # token mean over the batch
+                    weights = mask.float()  # [b, T]
+                    for r, e in enumerate(micro):
+                        if e.weights is not None:
+                            weights[r, :len(e.weights)] = torch.tensor(e.weights)
+                    logp = reply_log_probs(model, ids, mask, 1.0, cfg.chunk_size, head=head)  # [b, T]
+                    # token mean over the batch (weights > 1 stress some tokens; the divisor stays a count)
+                    loss = -(logp * weights.to(logp.device)).sum() / n_tokens
                     scaler.scale(loss).backward()
                     loss_sum += float(loss.detach())
                 scaler.unscale_(optimizer)

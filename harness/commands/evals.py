@@ -39,6 +39,10 @@ def _policy_args(p: argparse.ArgumentParser) -> None:
                    help="applied edits per episode (default: each task's limit)")
     p.add_argument("--rename", action="store_true",
                    help="rename the buggy function per episode (as in training)")
+    p.add_argument("--system-prompt", type=Path, metavar="FILE",
+                   help="system prompt file (the one the policy was trained with; default: built-in)")
+    p.add_argument("--no-tool-schemas", action="store_true",
+                   help="leave the tools' JSON schemas out of the prompt (a tiny model trained without them)")
     p.add_argument("--task", action="append", dest="task_ids", metavar="ID",
                    help="only this task of the split (repeatable)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
@@ -92,7 +96,16 @@ def _suite(args) -> Path:
 def _env_config(args):
     from envs import EnvConfig
 
-    return EnvConfig(max_turns=args.max_turns, max_edits=args.max_edits, rename=args.rename)
+    prompt = None
+    if args.system_prompt is not None:
+        try:
+            prompt = args.system_prompt.read_text()
+        except OSError as e:
+            from harness.cli import UserError
+
+            raise UserError(f"--system-prompt {args.system_prompt}: cannot read it ({e.strerror})") from None
+    return EnvConfig(max_turns=args.max_turns, max_edits=args.max_edits, rename=args.rename,
+                     system_prompt=prompt, tool_schemas=not args.no_tool_schemas)
 
 
 def _load_policy(args):

@@ -78,6 +78,11 @@ def register(sub) -> None:
     s.add_argument("--lora-targets", default="all-linear",
                    help='"all-linear" (default) or comma-separated module names, e.g. q_proj,v_proj')
     s.add_argument("--full", action="store_true", help="train every weight (tiny models) instead of LoRA")
+    s.add_argument("--data-vocab-head", action="store_true",
+                   help="with --full on a model trained from scratch: tokens absent from the data share one "
+                        "output row (the same softmax, far cheaper steps)")
+    s.add_argument("--value-weight", type=float, default=1.0,
+                   help="loss weight of tool-call argument values (paths, edit text) against 1")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--device", default=None)
     s.add_argument("--quiet", action="store_true", help="no progress display")
@@ -187,7 +192,8 @@ def cmd_sft(args: argparse.Namespace) -> int:
                     lr_scheduler=args.lr_scheduler,
                     max_length=args.max_length, passing_only=args.passing_only, lora_rank=args.lora_rank,
                     lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout, lora_target_modules=targets,
-                    full_finetune=args.full, seed=args.seed, device=args.device)
+                    full_finetune=args.full, seed=args.seed, device=args.device,
+                    data_vocab_head=args.data_vocab_head, value_weight=args.value_weight)
     try:
         cfg.validate()
     except ValueError as e:

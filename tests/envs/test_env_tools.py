@@ -73,6 +73,9 @@ def test_reset_messages(make_env):
     assert len(schemas) == 6
     q = make_env("clamp-question")
     assert "answer" in q.reset()[0][0]["content"]
+    short = make_env(max_turns=5, system_prompt="Tools: {tools}; {max_turns} calls{edits}.", tool_schemas=False)
+    messages, schemas = short.reset()
+    assert schemas == [] and messages[0]["content"].startswith("Tools: `read`, `test`") and "5 calls" in messages[0]["content"]
 
 
 def test_read_edit_list_search_and_bad_input(make_env):

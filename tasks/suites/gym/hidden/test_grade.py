@@ -2,16 +2,16 @@ from gym.strings import grade
 
 
 def test_grade_0():
-    assert grade(18) == 'adult'
+    assert grade(16, 2) == 'adult'
 
 
 def test_grade_1():
-    assert grade(30) == 'adult'
+    assert grade(10, 1) == 'minor'
 
 
 def test_grade_2():
-    assert grade(17) == 'minor'
+    assert grade(30, 0) == 'adult'
 
 
 def test_grade_3():
-    assert grade(18) == 'adult'
+    assert grade(17, 0) == 'minor'

@@ -6,7 +6,7 @@ def test_next_odd_0():
 
 
 def test_next_odd_1():
-    assert next_odd(0) == 1
+    assert next_odd(-2) == 1
 
 
 def test_next_odd_2():

@@ -2,7 +2,7 @@ from gym.scores import sum_squares
 
 
 def test_sum_squares_0():
-    assert sum_squares([1, 2, 3]) == 14
+    assert sum_squares([1, -2, 3]) == 10
 
 
 def test_sum_squares_1():

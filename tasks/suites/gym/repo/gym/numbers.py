@@ -1,14 +1,6 @@
 """Arithmetic on plain numbers."""
 
 
-def peak(a, b, c):
-    return max(a, max(b, c))
-
-
-def at_least(x, limit):
-    return x >= limit
-
-
 def triangle(n):
     total = 0
     for i in range(n + 1):
@@ -16,13 +8,27 @@ def triangle(n):
     return total
 
 
-def plus(a, b):
-    return a + b
+def capped(a, b, limit):
+    if a + b >= limit:
+        return 0
+    return max(a + b, 1)
 
 
-def with_tax(price, tax):
-    return price + price * tax
+def peak_sum(a, b, c):
+    return max(a, b) + c
 
 
-def twice_bigger(a, b):
-    return max(a, b) * 2
+def at_least_sum(x, y, limit):
+    return x + y >= limit
+
+
+def count_steps(n):
+    total = 0
+    for i in range(n + 1):
+        if i >= 2:
+            total += 1
+    return total
+
+
+def bigger_double(a, b):
+    return max(a, b) * 2 + 1

@@ -2,30 +2,34 @@
 
 
 def count_upto(n):
-    return list(range(n + 1))
+    return [max(i, 1) for i in range(n + 1)]
 
 
 def sum_upto(n):
-    return sum(range(n + 1))
-
-
-def weighted_total(xs):
     total = 0
-    for i, x in enumerate(xs):
-        total += i * x
+    for i in range(n + 1):
+        total += i * i
+    return total
+
+
+def weighted_total(n):
+    total = 0
+    for i in range(n + 1):
+        total += max(i, 1)
     return total
 
 
 def next_odd(x):
-    return x * 2 + 1
+    return max(x, 0) * 2 + 1
 
 
-def values_total(d):
+def values_total(d, t):
     total = 0
     for v in d.values():
-        total += v
+        if v >= t:
+            total += v
     return total
 
 
-def reach(xs, t):
-    return any(x >= t for x in xs)
+def reach(xs, t, step):
+    return any(x + step >= t for x in xs)

@@ -1,0 +1,77 @@
+"""An output head over the data's own tokens, for full fine-tuning of a model trained from scratch.
+
+A tiny policy trained from random weights (the demo's) sees a few hundred distinct token ids,
+yet Qwen2.5's head has 151,936 rows: the head and its softmax are nearly all of an SFT step's
+cost. `DataVocabHead` makes the rows of every token that never occurs in the data one shared
+row (their mean at the start), so a softmax over the data's tokens plus that shared row, whose
+logit counts once per token it stands for (+ log n), is *exactly* the full-vocabulary softmax of
+the model. `shared_tail_rows` keeps the saved checkpoint that model: a plain Qwen2 checkpoint
+whose unseen tokens all carry the shared row.
+
+What it does not do: anything for LoRA (the frozen head's rows differ) or for a model that
+already knows its vocabulary (a real Qwen2.5 checkpoint: tying its unseen rows would erase it).
+Unseen tokens keep one shared input embedding too (tied weights), which a model that never read
+them has not learned anything about anyway.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Iterable, Iterator
+
+import torch
+from torch import Tensor, nn
+
+
+class DataVocabHead(nn.Module):
+    """hidden [n, H] -> logits [n, K + 1]: K data tokens, then the shared row (+ log n_shared)."""
+
+    def __init__(self, weight: nn.Parameter, keep: Tensor, shared: int, n_shared: int) -> None:
+        super().__init__()
+        self.weight = weight  # the model's own (tied) head weight [V, H]; gradients land in it
+        self.register_buffer("rows", torch.cat([keep, keep.new_tensor([shared])]), persistent=False)  # [K+1]
+        self.log_n_shared = math.log(n_shared) if n_shared else -math.inf
+        lookup = torch.full((weight.shape[0],), len(keep), dtype=torch.long)  # [V]: unseen -> shared
+        lookup[keep] = torch.arange(len(keep))
+        self.register_buffer("lookup", lookup, persistent=False)
+
+    def index(self, targets: Tensor) -> Tensor:
+        """Token ids [n] -> column of this head's logits [n]."""
+        return self.lookup.to(targets.device)[targets]
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        logits = hidden @ self.weight[self.rows].T  # [n, K+1]
+        offset = torch.zeros(logits.shape[-1], dtype=logits.dtype, device=logits.device)
+        offset[-1] = self.log_n_shared
+        return logits + offset
+
+
+@contextlib.contextmanager
+def shared_tail_rows(model: nn.Module, token_ids: Iterable[int]) -> Iterator[DataVocabHead]:
+    """Make every token outside `token_ids` share one head row, and yield the head to train with.
+
+    On exit (also on error) the shared row, as trained, is written into every unseen token's
+    row, so the model left behind computes what the head computed.
+    """
+    from train.logprobs import split_causal_lm
+
+    _, head = split_causal_lm(model)
+    weight = head.weight  # [V, H]
+    vocab = weight.shape[0]
+    keep = torch.tensor(sorted({int(t) for t in token_ids}), dtype=torch.long)
+    if len(keep) == 0 or int(keep[-1]) >= vocab or int(keep[0]) < 0:
+        raise ValueError(f"token ids must lie in [0, {vocab}) and not be empty")
+    unseen = torch.ones(vocab, dtype=torch.bool)
+    unseen[keep] = False
+    n_shared = int(unseen.sum())
+    if n_shared == 0:
+        raise ValueError("every token of the vocabulary is in the data: nothing to share")
+    shared = int(unseen.nonzero()[0])  # the one row that is trained for all of them
+    with torch.no_grad():
+        weight[unseen.to(weight.device)] = weight[unseen.to(weight.device)].mean(0)
+    data_head = DataVocabHead(weight, keep.to(weight.device), shared, n_shared).to(weight.device)
+    try:
+        yield data_head
+    finally:
+        with torch.no_grad():
+            weight[unseen.to(weight.device)] = weight[shared].clone()
