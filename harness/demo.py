@@ -59,7 +59,7 @@ class DemoConfig:
     """The episodes' system prompt, short: a tiny model trained from scratch learns to use its
     context (the issue's path, the marker a read showed) only when little stands between."""
     tool_schemas: bool = False
-    """Leave the tools' JSON schemas (~430 tokens) out of the prompt; the prompt names the tools."""
+    """Leave the tools' JSON schemas (524 tokens with their preamble) out of the prompt; the prompt names the tools."""
     sft_epochs: int = 10
     sft_value_weight: float = 5.0
     """SFT loss weight of tool-call argument values (the path copied from the issue, the edit
