@@ -75,8 +75,8 @@ class EnvConfig:
     tool_schemas: bool = True
     """Give the chat template the tools' JSON schemas (Qwen2.5's template renders them into the
     system turn: 524 tokens for read, test, edit and submit). False: the system prompt alone
-    tells the tools; for a tiny model trained from scratch, to which the schemas are only a long run of
-    tokens to attend past, not for a real model, which learned to call tools from them."""
+    tells the tools; for a tiny model trained from scratch, to which the schemas are only a long
+    run of tokens to attend past, not for a real model, which learned to call tools from them."""
     check_backend: str | None = None
     """Backend of the default check sandbox; None: the same as the agent's sandbox."""
 

@@ -44,10 +44,11 @@ class DemoConfig:
     """Width of the tiny policy (its tokenizer and chat format are Qwen2.5's)."""
     num_layers: int = 4
     """Four layers learn the tool-call format in fewer steps than two, for little more time
-    (the 151,936-token output head is most of the cost)."""
+    (in sampling, the 151,936-token output head is most of the cost; SFT's head covers only the
+    demonstrations' tokens, `SFTConfig.data_vocab_head`)."""
     demo_mix: dict[str, int] = field(default_factory=lambda: {"random": 1, "blind": 3, "oracle": 1})
-    """Demonstration episodes per train task, by scripted policy, trained on whole: 2 in 10 read
-    first and fix right, the rest edit blind or act at random."""
+    """Demonstration episodes per train task, by scripted policy, trained on whole: 1 in 5 reads
+    first and fixes right, the rest edit blind or act at random."""
     after_read: int = 6
     """Further informed (oracle) episodes per train task whose choice to read (the first call up
     to its tool name) is left out of the SFT loss (`Trajectory.with_masked`): they teach how to
@@ -59,7 +60,8 @@ class DemoConfig:
     """The episodes' system prompt, short: a tiny model trained from scratch learns to use its
     context (the issue's path, the marker a read showed) only when little stands between."""
     tool_schemas: bool = False
-    """Leave the tools' JSON schemas (524 tokens with their preamble) out of the prompt; the prompt names the tools."""
+    """Leave the tools' JSON schemas (524 tokens with their preamble) out of the prompt; the
+    prompt names the tools."""
     sft_epochs: int = 10
     sft_value_weight: float = 5.0
     """SFT loss weight of tool-call argument values (the path copied from the issue, the edit
