@@ -30,7 +30,7 @@ FAMILIES = {
     "wrong_arith": (" + ", " - "),
 }
 
-# function -> (module, example calls). Every function holds the clean construct of two to four
+# function -> (module, example calls). Every function holds the clean construct of two or three
 # families, and each of them makes a task: the same function (and file) comes with different
 # bugs, so neither the function nor the file tells the fix -- only the marker a read shows.
 # The first two calls are the public test (they show every one of the function's bugs); the
