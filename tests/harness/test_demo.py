@@ -22,6 +22,7 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     assert (out / "model" / "config.json").exists()
     demos = [json.loads(line) for line in (out / "demos.jsonl").read_text().splitlines()]
     assert {d["info"]["outcome"] for d in demos} <= {"pass", "fail"}
+    assert len(demos) == 8 + 8 + 8 + 16  # --quick's demo_mix and after_read totals
     assert any(d["reward"] == 1.0 for d in demos) and any(d["reward"] == 0.0 for d in demos)
     # informed episodes whose choice to read is out of the loss (the read's arguments are not)
     choice_out = [d for d in demos if d["assistant_mask"][d["turn_spans"][0][0]] == 0]
@@ -30,7 +31,10 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
         a, b = d["turn_spans"][0]
         assert d["reward"] == 1.0 and d["info"]["actions"][0].startswith("read")
         assert 0 < sum(d["assistant_mask"][a:b]) < b - a
-    assert (out / "sft_model" / "config.json").exists()
+    # the informed ones alone come first (their own file and SFT stage), then the whole mix
+    informed = [json.loads(line) for line in (out / "demos_informed.jsonl").read_text().splitlines()]
+    assert len(informed) == 8 + 16 and all(d["info"]["actions"][0].startswith("read") for d in informed)
+    assert (out / "sft_informed" / "config.json").exists() and (out / "sft_model" / "config.json").exists()
     base = (out / "model" / "model.safetensors").read_bytes()
     assert (out / "sft_model" / "model.safetensors").read_bytes() != base, "SFT changed no weight"
 
@@ -56,3 +60,27 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     assert 0.0 <= results["end"]["pass@1"] <= 1.0
     assert "reads_before_first_edit" in results["end"]
     assert "held-out tasks" in run.stdout
+
+
+def test_spread_covers_tasks_evenly() -> None:
+    from harness.demo import _spread
+
+    tasks = [f"t{i}" for i in range(10)]
+    batches = _spread(tasks, 25, seed=1)
+    counts = {t: 0 for t in tasks}
+    for chosen, n in batches:
+        for t in chosen:
+            counts[t] += n
+    assert sum(counts.values()) == 25 and set(counts.values()) == {2, 3}
+    assert batches == _spread(tasks, 25, seed=1)  # a fixed sample for a seed
+    assert _spread(tasks, 4, seed=1)[0][1] == 1 and len(_spread(tasks, 4, seed=1)[0][0]) == 4
+    assert _spread(tasks, 0, seed=1) == []
+
+
+def test_demo_config_names_bad_counts() -> None:
+    from harness.demo import DemoConfig
+
+    with pytest.raises(ValueError, match=r"demo_mix\['blind'\]"):
+        DemoConfig(demo_mix={"blind": -1})
+    with pytest.raises(ValueError, match="probe_tasks"):
+        DemoConfig(probe_tasks=0)
