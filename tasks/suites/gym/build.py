@@ -153,8 +153,8 @@ def _run(source: str, call: str):
 
 def drill_calls(rng: random.Random, source: str, name: str, arg_calls) -> list[str] | None:
     """Example calls for a generated function: two public ones that together show each of its
-    bugs (a wrong result or an error), then three more for the hidden check; None when no two
-    of 40 drawn calls do, or the function holds fewer than two families."""
+    bugs (a wrong result or an error), then up to three more for the hidden check; None when
+    no two of 40 drawn calls do, or the function holds fewer than two families."""
     families = families_of(source, name)
     if len(families) < 2:
         return None

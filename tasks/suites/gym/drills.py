@@ -1,5 +1,5 @@
 """Generated practice functions for the gym's train split: many small functions, each holding the
-clean constructs of two or three bug families in varied code around them.
+clean constructs of two or more bug families in varied code around them.
 
 Why: with 20 hand-written train functions a tiny model learns each train function's fixes (which
 line of which file changed) and nothing that carries to an unseen function; across a hundred
@@ -7,7 +7,8 @@ functions that differ in everything but the constructs, the marker a read shows 
 that tells the fix. Held-out tasks stay hand-written, so what carries over is the marker, not the
 generator's style.
 
-`drill_functions(rng, taken)` is deterministic for a seeded `rng`; `build.py` writes its output into `repo/`.
+`drill_functions(rng, taken)` is deterministic for a seeded `rng`; `build.py` keeps the functions
+whose bugs two calls can show and writes them into `repo/`.
 """
 from __future__ import annotations
 
