@@ -6,4 +6,6 @@
 - `harness.policies`: the batched `Policy` protocol, `HFPolicy`, `ScriptedPolicy`, `load_policy`.
 - `harness.rollout`: `run_episodes`, token-exact trajectories in lockstep over a sandbox pool.
 - `harness.trajectory`: the `Trajectory` record; `harness.transcript`: printing and JSONL.
+- `harness.excerpts`: informed episodes cut to a few lines of the read and the edit, the demo's
+  first SFT stage; `harness.demo`: `fixrl demo`.
 """

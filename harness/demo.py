@@ -6,6 +6,7 @@
    play (read, then the right fix) -- RL can only amplify a skill the start already shows --
    plus informed episodes whose choice to read is out of the loss: how to use a read, not when.
    SFT runs on the informed episodes alone first, then on them all;
+   and measure whether it picks the right repair after a read (teacher-forced, `evals/read_use.py`);
 3. probe it: will GRPO have signal?
 4. train it with GRPO;
 5. evaluate start and end on the held-out split, next to the best blind policy, and write the
@@ -64,12 +65,18 @@ class DemoConfig:
     tool_schemas: bool = False
     """Leave the tools' JSON schemas (524 tokens with their preamble) out of the prompt; the
     prompt names the tools."""
-    sft_informed_epochs: int = 7
-    """SFT epochs on the informed demonstrations alone, before the whole mix. The tiny model
-    learns to find the marker in a read late, if at all, in a short run: 5 epochs of the mix left
-    it picking the family after a read at chance (0.17 on held-out tasks, teacher-forced), 8
-    epochs of 710 informed ones alone 0.67, but these 7 epochs 0.23 in the last full run (README:
-    the onset varies; not yet reliable). 0: the mix only."""
+    excerpt_copies: int = 3
+    """Excerpts (`harness/excerpts.py`) of each informed demonstration, the first SFT stage: the
+    read cut to the line of the edit's `old` text and `excerpt_lines` others, then the edit. On
+    whole episodes alone the tiny model never learned to use a read in 8 epochs (0.10-0.24 of
+    held-out decisions, chance 0.20); after 2 epochs of excerpts and 1 of whole informed
+    episodes, 0.81. 0: no excerpt stage."""
+    excerpt_lines: int = 3
+    """Lines of the read shown in an excerpt besides the header and the edit's line."""
+    sft_excerpt_epochs: int = 2
+    sft_informed_epochs: int = 1
+    """SFT epochs on the whole informed demonstrations, after the excerpts and before the whole
+    mix: the lookup learned on excerpts, in full-length contexts. 0: skip this stage."""
     sft_epochs: int = 2
     """SFT epochs on every demonstration, after the informed ones: how often to read."""
     sft_value_weight: float = 5.0
@@ -110,9 +117,13 @@ class DemoConfig:
         for name, value in counts:
             if value < 0:
                 raise ValueError(f"DemoConfig.{name} must be >= 0, got {value}")
-        if self.sft_informed_epochs and not (self.demo_mix.get("oracle") or self.after_read):
-            raise ValueError("DemoConfig.sft_informed_epochs needs informed demonstrations "
-                             "(demo_mix['oracle'] or after_read > 0); set it to 0 to train on the mix only")
+        for name in ("excerpt_copies", "excerpt_lines", "sft_excerpt_epochs"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"DemoConfig.{name} must be >= 0, got {getattr(self, name)}")
+        informed_stages = self.sft_informed_epochs or (self.excerpt_copies and self.sft_excerpt_epochs)
+        if informed_stages and not (self.demo_mix.get("oracle") or self.after_read):
+            raise ValueError("DemoConfig.sft_informed_epochs and excerpt_copies need informed demonstrations "
+                             "(demo_mix['oracle'] or after_read > 0); set both to 0 to train on the mix only")
         if self.probe_tasks < 1:
             raise ValueError(f"DemoConfig.probe_tasks must be >= 1, got {self.probe_tasks}")
         if self.quick:
@@ -120,6 +131,7 @@ class DemoConfig:
             self.probe_tasks = 8
             self.sft_epochs, self.grpo_steps, self.eval_n, self.probe_k = 1, 2, 2, 2
             self.sft_informed_epochs = min(self.sft_informed_epochs, 1)
+            self.excerpt_copies, self.sft_excerpt_epochs = min(self.excerpt_copies, 1), min(self.sft_excerpt_epochs, 1)
             self.ks = (1, 2)
             self.hidden_size, self.num_layers = min(self.hidden_size, 64), min(self.num_layers, 2)
             self.max_new_tokens, self.pool_size = 48, 8
@@ -161,12 +173,14 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     import tasks as tasks_pkg
     from envs import EnvConfig
     from evals.probe import run_probe
+    from evals.read_use import read_use
     from evals.report import report
     from evals.run import EvalResult, compare, evaluate
     from harness.chat import tool_choice_span
     from harness.policies import ScriptedPolicy
     from harness.policies.hf import HFPolicy
     from harness.rollout import run_episodes
+    from harness.trajectory import Trajectory
     from harness.tiny import init_tiny
     from sandbox import SandboxPool
     from train.config import make_config
@@ -226,22 +240,59 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     # A LoRA on random weights learns next to nothing (frozen random embeddings and head), so
     # the tiny model's SFT trains every weight; GRPO then trains a LoRA adapter on top of it, the
     # set-up a real user has with an SFT'd Qwen2.5 checkpoint.
-    # First the informed demonstrations alone (what to do with a read), then the whole mix
-    # (how often to read): see `sft_informed_epochs`.
-    sft_informed, sft_model = out / "sft_informed", out / "sft_model"
-    stages = [(model, informed, sft_informed, cfg.sft_informed_epochs), (sft_informed, demos, sft_model, cfg.sft_epochs)]
-    if not cfg.sft_informed_epochs:
-        stages = [(model, demos, sft_model, cfg.sft_epochs)]
+    # First excerpts of the informed demonstrations (where to look in a read), then the informed
+    # demonstrations whole (the same in full-length contexts), then the whole mix (how often to
+    # read): see `excerpt_copies` and `sft_informed_epochs`.
+    excerpt_file = out / "demos_excerpts.jsonl"
+    if cfg.excerpt_copies and cfg.sft_excerpt_epochs and not excerpt_file.exists():
+        from transformers import AutoTokenizer
+
+        from harness.excerpts import excerpts
+
+        trajs = [Trajectory.from_dict(json.loads(line)) for line in informed.read_text().splitlines()]
+        cuts = excerpts(trajs, AutoTokenizer.from_pretrained(model), cfg.excerpt_copies, cfg.excerpt_lines, cfg.seed + 9)
+        partial = excerpt_file.with_suffix(".partial")
+        partial.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in cuts))
+        partial.rename(excerpt_file)
+        console.print(f"  excerpts: {len(cuts)} of {len(trajs)} informed demonstrations")
+    sft_plan = [(excerpt_file, out / "sft_excerpts", cfg.sft_excerpt_epochs if cfg.excerpt_copies else 0),
+            (informed, out / "sft_informed", cfg.sft_informed_epochs),
+            (demos, out / "sft_model", cfg.sft_epochs)]
+    stages, start_from = [], model
+    for data, dest, epochs in sft_plan:
+        if epochs:
+            stages.append((start_from, data, dest, epochs))
+            start_from = dest
+    sft_model = out / "sft_model"
     for start_from, data, dest, epochs in stages:
         if not (dest / "config.json").exists():
             run_sft(SFTConfig(model=str(start_from), data=[str(data)], out=str(dest), epochs=epochs,
                               learning_rate=cfg.sft_learning_rate, full_finetune=True, seed=cfg.seed,
                               micro_batch_size=cfg.sft_micro_batch_size, batch_size=cfg.sft_batch_size,
-                              data_vocab_head=True, value_weight=cfg.sft_value_weight),
+                              data_vocab_head=True, value_weight=cfg.sft_value_weight,
+                              head_vocab_data=[str(d) for d, _, _ in sft_plan if d != data and d.exists()]),
                     console=console)
 
     def load(adapter: Path | None) -> Any:
         return HFPolicy(sft_model, adapter=adapter, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens)
+
+    # Does the start pick the right repair after a read? Scored on scripted informed episodes of
+    # the held-out tasks (measurement only; nothing trains on them), teacher-forced.
+    informed_heldout = out / "read_use_episodes.jsonl"
+    if not informed_heldout.exists():
+        with SandboxPool(min(cfg.pool_size, len(heldout)), backend=cfg.sandbox) as pool:
+            trajs = run_episodes(ScriptedPolicy("oracle", seed=cfg.seed + 5), heldout, 1, suite=suite,
+                                 pool=pool, env_config=env_config, seed=cfg.seed + 5)
+        partial = informed_heldout.with_suffix(".partial")
+        partial.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in trajs if not t.errored))
+        partial.rename(informed_heldout)
+    informed_trajs = [Trajectory.from_dict(json.loads(line)) for line in informed_heldout.read_text().splitlines()]
+    family_of = {t.id: t.family for t in heldout}
+
+    def measure_read_use(policy: Any) -> dict[str, Any]:
+        result = read_use(policy.model, policy.tokenizer, informed_trajs, family_of)
+        console.print(result.to_text())
+        return result.to_dict()
 
     def held_out_eval(name: str, policy: Any) -> Any:
         dest = out / f"eval_{name}"
@@ -249,6 +300,12 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
             return EvalResult.load(dest)
         return evaluate(policy, suite, split="heldout", n=cfg.eval_n, ks=cfg.ks, backend=cfg.sandbox,
                         seed=cfg.seed + 7, out=dest, env_config=env_config, pool_size=cfg.pool_size)
+
+    read_use_file = out / "read_use.json"
+    read_uses = json.loads(read_use_file.read_text()) if read_use_file.exists() else {}
+    if "start" not in read_uses:
+        read_uses["start"] = measure_read_use(load(None))
+        read_use_file.write_text(json.dumps(read_uses, indent=2))
 
     # 3. the probe: does the start pass some attempts and fail others on the train tasks?
     _stage(console, "3/5 probe")
@@ -272,7 +329,7 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
                            out=str(run_dir), steps=cfg.grpo_steps, learning_rate=cfg.grpo_learning_rate,
                            backend=cfg.sandbox, rename=True, seed=cfg.seed, pool_size=cfg.pool_size,
                            max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
-                           eval_every=max(cfg.grpo_steps // 4, 1),
+                           eval_every=max(cfg.grpo_steps // 2, 1),
                            eval_generations=2, system_prompt=cfg.system_prompt,
                            tool_schemas=cfg.tool_schemas, **cfg.grpo_overrides)
     summary = run_grpo(grpo_cfg, resume=(run_dir / "checkpoint").exists(), console=console)
@@ -281,7 +338,11 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     _stage(console, "5/5 held-out evaluation")
     blind = held_out_eval("blind", "blind")
     start = held_out_eval("start", load(None))
-    end = held_out_eval("end", load(Path(summary["adapter"])))
+    end_policy = load(Path(summary["adapter"]))
+    end = held_out_eval("end", end_policy)
+    if "end" not in read_uses:
+        read_uses["end"] = measure_read_use(end_policy)
+        read_use_file.write_text(json.dumps(read_uses, indent=2))
     comparison = compare(start, end)
     report_md = report(run_dir)
 
@@ -306,6 +367,8 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
         "end": rows["after GRPO"],
         "blind": rows["blind"],
         "gain_pass@1": (rows["after GRPO"]["pass@1"] or 0) - (rows["SFT start"]["pass@1"] or 0),
+        "read_use": {"start": read_uses["start"]["share"], "end": read_uses["end"]["share"],
+                     "chance": 1 / len(suite.families) if suite.families else None},
         "probe": {k: probe.get(k) for k in ("mixed_share", "p_mixed_group", "expected_mixed", "verdict")},
         "grpo_steps": summary.get("steps"),
         "minutes": (time.time() - started) / 60,

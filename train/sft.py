@@ -86,6 +86,10 @@ class SFTConfig(LoRAConfig):
     (`train/vocab_head.py`) -- the same distribution at a fraction of the cost when the data use
     a few hundred of the vocabulary's 151,936 tokens. Erases what a real model knows of the
     unseen tokens: for tiny models only."""
+    head_vocab_data: list[str] = dataclasses.field(default_factory=list)
+    """With `data_vocab_head`: more data files whose tokens keep their own output rows, though this
+    run does not train on them -- the later stages' data of a staged SFT, so that their tokens do
+    not all start the next stage from one shared row (embeddings are tied)."""
     seed: int = 0
     """Data order and LoRA initialisation."""
     device: str | None = None
@@ -372,7 +376,10 @@ def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
     if cfg.data_vocab_head:
         from train.vocab_head import shared_tail_rows
 
-        head_ctx = shared_tail_rows(model, {t for e in examples for t in e.token_ids})
+        vocab = {t for e in examples for t in e.token_ids}
+        if cfg.head_vocab_data:
+            vocab |= {t for e in load_examples(cfg.head_vocab_data, tok, False, None)[0] for t in e.token_ids}
+        head_ctx = shared_tail_rows(model, vocab)
     model.train()
     history: list[float] = []
     t0 = time.time()

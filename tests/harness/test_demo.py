@@ -34,7 +34,14 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     # the informed ones alone come first (their own file and SFT stage), then the whole mix
     informed = [json.loads(line) for line in (out / "demos_informed.jsonl").read_text().splitlines()]
     assert len(informed) == 8 + 16 and all(d["info"]["actions"][0].startswith("read") for d in informed)
-    assert (out / "sft_informed" / "config.json").exists() and (out / "sft_model" / "config.json").exists()
+    # before them, excerpts of them: the read cut to a few lines, then the edit, the edit alone in the loss
+    excerpts = [json.loads(line) for line in (out / "demos_excerpts.jsonl").read_text().splitlines()]
+    assert len(excerpts) == len(informed)  # --quick: one excerpt each
+    for d in excerpts:
+        (a, b), = d["turn_spans"]
+        assert sum(d["assistant_mask"]) == b - a == sum(d["assistant_mask"][a:b]) and b == len(d["token_ids"])
+    for stage in ("sft_excerpts", "sft_informed", "sft_model"):
+        assert (out / stage / "config.json").exists(), stage
     base = (out / "model" / "model.safetensors").read_bytes()
     assert (out / "sft_model" / "model.safetensors").read_bytes() != base, "SFT changed no weight"
 
@@ -59,6 +66,11 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
         assert key in results
     assert 0.0 <= results["end"]["pass@1"] <= 1.0
     assert "reads_before_first_edit" in results["end"]
+    # teacher-forced read use of start and end on scripted informed held-out episodes
+    read_use = json.loads((out / "read_use.json").read_text())
+    assert read_use["start"]["decisions"] > 0 and set(read_use) == {"start", "end"}
+    assert 0.0 <= results["read_use"]["start"] <= 1.0 and 0.0 <= results["read_use"]["end"] <= 1.0
+    assert results["read_use"]["chance"] == 1 / 5
     assert "held-out tasks" in run.stdout
 
 

@@ -191,3 +191,26 @@ def test_sft_full_finetune_writes_a_checkpoint(tiny_model, tmp_path, tok):
     # --full cannot start from an adapter
     assert main(["sft", "--model", str(tiny_model), "--data", str(data), "--out", str(tmp_path / "x"), "--full",
                  "--adapter", str(tmp_path), "--quiet"]) == 2
+
+
+@pytest.mark.parametrize("keep_later_tokens", [False, True])
+def test_data_vocab_head_keeps_the_rows_of_later_stages(tiny_model, tmp_path, keep_later_tokens):
+    """A staged SFT's first run: tokens of `head_vocab_data` (the next stage's data) keep their
+    own rows; without it they leave the run sharing one row with every unseen token."""
+    import torch
+    from safetensors.torch import load_file
+
+    from harness.trajectory import Trajectory
+    from train.sft import SFTConfig, run_sft
+
+    now, later, unseen = [100, 101, 102, 103], 555, 777
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text(json.dumps(Trajectory(task_id="a", token_ids=now, assistant_mask=[0, 1, 1, 1]).to_dict()) + "\n")
+    second.write_text(json.dumps(Trajectory(task_id="b", token_ids=[100, later], assistant_mask=[0, 1]).to_dict()) + "\n")
+    out = tmp_path / "stage1"
+    run_sft(SFTConfig(model=str(tiny_model), data=[str(first)], out=str(out), full_finetune=True,
+                      data_vocab_head=True, head_vocab_data=[str(second)] if keep_later_tokens else []))
+    weights = load_file(str(out / "model.safetensors"))
+    rows = weights.get("lm_head.weight", weights["model.embed_tokens.weight"])
+    assert torch.equal(rows[unseen], rows[unseen + 1])  # the shared row
+    assert torch.equal(rows[later], rows[unseen]) is not keep_later_tokens

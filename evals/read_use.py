@@ -1,0 +1,82 @@
+"""Teacher-forced read use: shown a read of the buggy file, does the policy choose the right repair?
+
+The probe (`evals/probe.py`) says whether GRPO will see groups with mixed rewards. It does not say
+where the passes come from: a start that reads now and then but picks the repair after a read no
+better than a guess passes as often when it reads as when it does not, so GRPO has no reason to
+make it read, and reading more would not help. This measure isolates the skill a read needs.
+
+Feed the policy a scripted informed episode (read the file, then the right edit) up to the first
+token of its edit's `old` text, the token that picks the repair, and count how often the policy's
+most likely next token is the demonstrated one. Chance is about one in the number of repairs.
+It measures one decision of a demonstrated context, not what the policy does in its own episodes
+(where it may never read, or break the call before `old`): pair it with an evaluation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+_OLD_KEY = 'old": "'
+
+
+@dataclass
+class ReadUse:
+    share: float | None
+    """Share of decisions whose most likely token is the demonstrated one (None: no decisions)."""
+    by_family: dict[str, float] = field(default_factory=dict)
+    """The same share per task family (tasks without a family under "-")."""
+    decisions: int = 0
+    skipped: int = 0
+    """Trajectories with no edit whose `old` text could be found in a reply."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"share": self.share, "by_family": self.by_family, "decisions": self.decisions,
+                "skipped": self.skipped}
+
+    def to_text(self) -> str:
+        if self.share is None:
+            return f"read use: no decisions to measure ({self.skipped} trajectories without an edit)"
+        families = ", ".join(f"{k} {v:.2f}" for k, v in sorted(self.by_family.items()))
+        return (f"read use (teacher-forced, {self.decisions} decisions): right repair picked after a "
+                f"read {self.share:.2f} ({families})")
+
+
+def edit_old_position(token_ids: list[int], turn_spans: list[list[int]], old_key: list[int]) -> int | None:
+    """Index of the first token of the first edit's `old` value: the first reply turn that holds
+    the tokens of `old": "`, just past them. None when no reply has them."""
+    n = len(old_key)
+    for start, end in turn_spans:
+        for i in range(start, end - n):
+            if token_ids[i:i + n] == old_key:
+                return i + n
+    return None
+
+
+def read_use(model: Any, tokenizer: Any, trajectories: list[Any], family_of: dict[str, str | None]) -> ReadUse:
+    """Teacher-force `model` (a causal LM) on informed `trajectories` (`Trajectory`), whose task's
+    family `family_of[task_id]` gives; see the module docstring."""
+    import torch
+
+    old_key = tokenizer(_OLD_KEY, add_special_tokens=False)["input_ids"]
+    hits: dict[str, list[bool]] = {}
+    skipped = 0
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for traj in trajectories:
+                pos = edit_old_position(traj.token_ids, traj.turn_spans, old_key)
+                if pos is None:
+                    skipped += 1
+                    continue
+                prefix = torch.tensor([traj.token_ids[:pos]], device=device)  # [1, pos]
+                logits = model(input_ids=prefix, use_cache=False).logits[0, -1]  # [V]
+                family = family_of.get(traj.task_id) or "-"
+                hits.setdefault(family, []).append(int(logits.argmax()) == traj.token_ids[pos])
+    finally:
+        model.train(was_training)
+    every = [h for v in hits.values() for h in v]
+    return ReadUse(share=sum(every) / len(every) if every else None,
+                   by_family={k: sum(v) / len(v) for k, v in hits.items()},
+                   decisions=len(every), skipped=skipped)
