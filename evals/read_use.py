@@ -41,7 +41,7 @@ class ReadUse:
                 f"read {self.share:.2f} ({families})")
 
 
-def edit_old_position(token_ids: list[int], turn_spans: list[list[int]], old_key: list[int]) -> int | None:
+def edit_old_position(token_ids: list[int], turn_spans: list[tuple[int, int]], old_key: list[int]) -> int | None:
     """Index of the first token of the first edit's `old` value: the first reply turn that holds
     the tokens of `old": "`, just past them. None when no reply has them."""
     n = len(old_key)

@@ -7,7 +7,7 @@ chance on held-out tasks or memorised train ones (README, demo). An excerpt keep
 informed episode, only the read's observation cut to the lines that hold the edit's `old` text
 and a few other lines drawn at random, and then the edit reply: ~100 tokens in which the line that
 matters is one of a handful. On excerpts the same model learns the lookup in about a thousand
-steps, and it carries over to whole episodes (see `DemoConfig.excerpts`).
+steps, and it carries over to whole episodes (see `DemoConfig.excerpt_copies`).
 
 Excerpts are SFT data, not episodes: no environment produced them (the header line of the
 observation still says how long the whole file is), and nothing evaluates or rolls out on them.
