@@ -10,6 +10,11 @@ token of its edit's `old` text, the token that picks the repair, and count how o
 most likely next token is the demonstrated one. Chance is about one in the number of repairs.
 It measures one decision of a demonstrated context, not what the policy does in its own episodes
 (where it may never read, or break the call before `old`): pair it with an evaluation.
+
+A read helps only if it opens the issue's file, so the same pass also scores the copy that comes
+first: is every token of the first call's path the most likely one, fed the episode up to it
+(`path_share`). A policy that opens the wrong file half the time can pick the right repair in
+every teacher-forced read and still fail: it never sees the file.
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _OLD_KEY = 'old": "'
+_PATH_KEY = '"path": "'
 
 
 @dataclass
@@ -28,17 +34,23 @@ class ReadUse:
     decisions: int = 0
     skipped: int = 0
     """Trajectories with no edit whose `old` text could be found in a reply."""
+    path_share: float | None = None
+    """Share of first calls whose whole `path` is the policy's most likely tokens (None: no
+    trajectory's first call has a path)."""
+    paths: int = 0
+    """First calls with a path scored for `path_share`."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"share": self.share, "by_family": self.by_family, "decisions": self.decisions,
-                "skipped": self.skipped}
+                "skipped": self.skipped, "path_share": self.path_share, "paths": self.paths}
 
     def to_text(self) -> str:
+        path = "" if self.path_share is None else f"; issue's path copied {self.path_share:.2f}"
         if self.share is None:
-            return f"read use: no decisions to measure ({self.skipped} trajectories without an edit)"
+            return f"read use: no decisions to measure ({self.skipped} trajectories without an edit){path}"
         families = ", ".join(f"{k} {v:.2f}" for k, v in sorted(self.by_family.items()))
         return (f"read use (teacher-forced, {self.decisions} decisions): right repair picked after a "
-                f"read {self.share:.2f} ({families})")
+                f"read {self.share:.2f} ({families}){path}")
 
 
 def edit_old_position(token_ids: list[int], turn_spans: list[tuple[int, int]], old_key: list[int]) -> int | None:
@@ -52,6 +64,22 @@ def edit_old_position(token_ids: list[int], turn_spans: list[tuple[int, int]], o
     return None
 
 
+def path_span(token_ids: list[int], turn_spans: list[tuple[int, int]], tokenizer: Any) -> tuple[int, int] | None:
+    """[start, end) of the tokens of the first reply's `path` value (without its quotes), or None
+    when the first reply has no `"path": "` or its value has no token before the closing quote."""
+    if not turn_spans:
+        return None
+    start, end = turn_spans[0]
+    text, begin = "", None
+    for i in range(start, end):
+        text += tokenizer.decode([token_ids[i]])
+        if begin is None and text.endswith(_PATH_KEY):
+            begin = i + 1
+        elif begin is not None and '"' in tokenizer.decode([token_ids[i]]):
+            return (begin, i) if i > begin else None
+    return None
+
+
 def read_use(model: Any, tokenizer: Any, trajectories: list[Any], family_of: dict[str, str | None]) -> ReadUse:
     """Teacher-force `model` (a causal LM) on informed `trajectories` (`Trajectory`), whose task's
     family `family_of[task_id]` gives; see the module docstring."""
@@ -59,6 +87,7 @@ def read_use(model: Any, tokenizer: Any, trajectories: list[Any], family_of: dic
 
     old_key = tokenizer(_OLD_KEY, add_special_tokens=False)["input_ids"]
     hits: dict[str, list[bool]] = {}
+    copied: list[bool] = []
     skipped = 0
     device = next(model.parameters()).device
     was_training = model.training
@@ -67,16 +96,23 @@ def read_use(model: Any, tokenizer: Any, trajectories: list[Any], family_of: dic
         with torch.no_grad():
             for traj in trajectories:
                 pos = edit_old_position(traj.token_ids, traj.turn_spans, old_key)
+                path = path_span(traj.token_ids, traj.turn_spans, tokenizer)
                 if pos is None:
                     skipped += 1
+                if pos is None and path is None:
                     continue
-                prefix = torch.tensor([traj.token_ids[:pos]], device=device)  # [1, pos]
-                logits = model(input_ids=prefix, use_cache=False).logits[0, -1]  # [V]
-                family = family_of.get(traj.task_id) or "-"
-                hits.setdefault(family, []).append(int(logits.argmax()) == traj.token_ids[pos])
+                upto = max(pos or 0, path[1] if path else 0)
+                prefix = torch.tensor([traj.token_ids[:upto]], device=device)  # [1, upto]
+                predicted = model(input_ids=prefix, use_cache=False).logits[0].argmax(-1).tolist()  # [upto]
+                if pos is not None:
+                    family = family_of.get(traj.task_id) or "-"
+                    hits.setdefault(family, []).append(predicted[pos - 1] == traj.token_ids[pos])
+                if path is not None:
+                    copied.append(all(predicted[i - 1] == traj.token_ids[i] for i in range(*path)))
     finally:
         model.train(was_training)
     every = [h for v in hits.values() for h in v]
     return ReadUse(share=sum(every) / len(every) if every else None,
                    by_family={k: sum(v) / len(v) for k, v in hits.items()},
-                   decisions=len(every), skipped=skipped)
+                   decisions=len(every), skipped=skipped,
+                   path_share=sum(copied) / len(copied) if copied else None, paths=len(copied))

@@ -6,8 +6,9 @@
    play (read, then the right fix) -- RL can only amplify a skill the start already shows --
    plus informed episodes whose choice to read is out of the loss: how to use a read, not when.
    SFT runs on excerpts of the informed episodes first (`harness/excerpts.py`), then on them
-   whole, then on them all; then measure whether the start picks the right repair after a read
-   (teacher-forced, `evals/read_use.py`);
+   whole, then on them all (optionally with path excerpts, `path_copies`, in the first and last
+   stage); then measure whether the start opens the issue's file and picks the right repair
+   after a read (teacher-forced, `evals/read_use.py`);
 3. probe it: will GRPO have signal?
 4. train it with GRPO;
 5. evaluate start and end on the held-out split, next to the best blind policy, and write the
@@ -73,6 +74,16 @@ class DemoConfig:
     held-out decisions, chance 0.20); after 2 epochs of excerpts and 1 of whole informed
     episodes, 0.76-0.81 in a trial on informed demonstrations alone and 0.67 in the full demo
     (README). 0: no excerpt stage."""
+    path_copies: int = 0
+    """Path excerpts (`harness.excerpts.path_excerpts`) of each demonstration, trained on in the
+    first and the last SFT stage: its first reply with the issue's file swapped for another (half
+    of them made up), only the path in the loss. Why: the train split's functions sit mostly in
+    generated drill files, and on seed 1 the start copied a held-out task's path in only 0.43 of
+    first calls (teacher-forced; seed 0: 0.76), so its reads showed the wrong file; GRPO on the
+    train tasks left that as it was (0.43 -> 0.43). With 2 copies the copy rose to 0.76-1.00 in 4
+    SFT runs on seed 1's demonstrations, but the SFT stages took 10.5 min instead of 5.3 and the
+    read use of two of those runs fell to 0.24-0.29 (0.67-0.81 in the others and without): not yet
+    on by default (README). 0: none."""
     excerpt_lines: int = 3
     """Lines of the read shown in an excerpt besides the header and the edit's line."""
     sft_excerpt_epochs: int = 2
@@ -120,7 +131,7 @@ class DemoConfig:
         for name, value in counts:
             if value < 0:
                 raise ValueError(f"DemoConfig.{name} must be >= 0, got {value}")
-        for name in ("excerpt_copies", "excerpt_lines", "sft_excerpt_epochs"):
+        for name in ("excerpt_copies", "excerpt_lines", "sft_excerpt_epochs", "path_copies"):
             if getattr(self, name) < 0:
                 raise ValueError(f"DemoConfig.{name} must be >= 0, got {getattr(self, name)}")
         informed_stages = self.sft_informed_epochs or (self.excerpt_copies and self.sft_excerpt_epochs)
@@ -135,11 +146,19 @@ class DemoConfig:
             self.sft_epochs, self.grpo_steps, self.eval_n, self.probe_k = 1, 2, 2, 2
             self.sft_informed_epochs = min(self.sft_informed_epochs, 1)
             self.excerpt_copies, self.sft_excerpt_epochs = min(self.excerpt_copies, 1), min(self.sft_excerpt_epochs, 1)
+            self.path_copies = min(self.path_copies, 1)
             self.ks = (1, 2)
             self.hidden_size, self.num_layers = min(self.hidden_size, 64), min(self.num_layers, 2)
             self.max_new_tokens, self.pool_size = 48, 8
             self.grpo_overrides = {**self.grpo_overrides, "num_generations": 2, "min_mixed_groups": 1,
                                    "max_group_tries": 4}
+
+
+def _write_jsonl(path: Path, trajs: list[Any]) -> None:
+    """Trajectories as JSON lines, whole or not at all (a killed run redoes the file)."""
+    partial = path.with_suffix(".partial")
+    partial.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in trajs))
+    partial.rename(path)
 
 
 def _stage(console: Any, title: str) -> None:
@@ -246,7 +265,7 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     # First excerpts of the informed demonstrations (where to look in a read), then the informed
     # demonstrations whole (the same in full-length contexts), then the whole mix (how often to
     # read): see `excerpt_copies` and `sft_informed_epochs`.
-    excerpt_file = out / "demos_excerpts.jsonl"
+    excerpt_file, path_file = out / "demos_excerpts.jsonl", out / "demos_paths.jsonl"
     if cfg.excerpt_copies and cfg.sft_excerpt_epochs and not excerpt_file.exists():
         from transformers import AutoTokenizer
 
@@ -254,26 +273,35 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
 
         trajs = [Trajectory.from_dict(json.loads(line)) for line in informed.read_text().splitlines()]
         cuts = excerpts(trajs, AutoTokenizer.from_pretrained(model), cfg.excerpt_copies, cfg.excerpt_lines, cfg.seed + 9)
-        partial = excerpt_file.with_suffix(".partial")
-        partial.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in cuts))
-        partial.rename(excerpt_file)
+        _write_jsonl(excerpt_file, cuts)
         console.print(f"  excerpts: {len(cuts)} of {len(trajs)} informed demonstrations")
-    sft_plan = [(excerpt_file, out / "sft_excerpts", cfg.sft_excerpt_epochs if cfg.excerpt_copies else 0),
-                (informed, out / "sft_informed", cfg.sft_informed_epochs),
-                (demos, out / "sft_model", cfg.sft_epochs)]
+    if cfg.path_copies and not path_file.exists():
+        from transformers import AutoTokenizer
+
+        from harness.excerpts import path_excerpts
+
+        trajs = [Trajectory.from_dict(json.loads(line)) for line in demos.read_text().splitlines()]
+        cuts = path_excerpts(trajs, AutoTokenizer.from_pretrained(model), cfg.path_copies, cfg.seed + 11)
+        _write_jsonl(path_file, cuts)
+        console.print(f"  path excerpts: {len(cuts)} of {len(trajs)} demonstrations")
+    paths = [path_file] if cfg.path_copies else []
+    sft_plan = [([excerpt_file, *paths], out / "sft_excerpts", cfg.sft_excerpt_epochs if cfg.excerpt_copies else 0),
+                ([informed], out / "sft_informed", cfg.sft_informed_epochs),
+                ([demos, *paths], out / "sft_model", cfg.sft_epochs)]
     stages, start_from = [], model
     for data, dest, epochs in sft_plan:
         if epochs:
             stages.append((start_from, data, dest, epochs))
             start_from = dest
     sft_model = out / "sft_model"
+    every_file = {f for data, _, _ in sft_plan for f in data}
     for start_from, data, dest, epochs in stages:
         if not (dest / "config.json").exists():
-            run_sft(SFTConfig(model=str(start_from), data=[str(data)], out=str(dest), epochs=epochs,
+            run_sft(SFTConfig(model=str(start_from), data=[str(d) for d in data], out=str(dest), epochs=epochs,
                               learning_rate=cfg.sft_learning_rate, full_finetune=True, seed=cfg.seed,
                               micro_batch_size=cfg.sft_micro_batch_size, batch_size=cfg.sft_batch_size,
                               data_vocab_head=True, value_weight=cfg.sft_value_weight,
-                              head_vocab_data=[str(d) for d, _, _ in sft_plan if d != data and d.exists()]),
+                              head_vocab_data=sorted(str(f) for f in every_file - set(data) if f.exists())),
                     console=console)
 
     def load(adapter: Path | None) -> Any:
@@ -286,9 +314,7 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
         with SandboxPool(min(cfg.pool_size, len(heldout)), backend=cfg.sandbox) as pool:
             trajs = run_episodes(ScriptedPolicy("oracle", seed=cfg.seed + 5), heldout, 1, suite=suite,
                                  pool=pool, env_config=env_config, seed=cfg.seed + 5)
-        partial = informed_heldout.with_suffix(".partial")
-        partial.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in trajs if not t.errored))
-        partial.rename(informed_heldout)
+        _write_jsonl(informed_heldout, [t for t in trajs if not t.errored])
     informed_trajs = [Trajectory.from_dict(json.loads(line)) for line in informed_heldout.read_text().splitlines()]
     family_of = {t.id: t.family for t in heldout}
 
@@ -371,7 +397,9 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
         "blind": rows["blind"],
         "gain_pass@1": (rows["after GRPO"]["pass@1"] or 0) - (rows["SFT start"]["pass@1"] or 0),
         "read_use": {"start": read_uses["start"]["share"], "end": read_uses["end"]["share"],
-                     "chance": 1 / len(suite.families) if suite.families else None},
+                     "chance": 1 / len(suite.families) if suite.families else None,
+                     "path_start": read_uses["start"].get("path_share"),
+                     "path_end": read_uses["end"].get("path_share")},
         "probe": {k: probe.get(k) for k in ("mixed_share", "p_mixed_group", "expected_mixed", "verdict")},
         "grpo_steps": summary.get("steps"),
         "minutes": (time.time() - started) / 60,

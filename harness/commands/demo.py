@@ -12,6 +12,9 @@ def register(sub) -> None:
     p.add_argument("--quick", action="store_true", help="every stage in a few minutes, fewer steps")
     p.add_argument("--steps", type=int, default=None, help="GRPO steps (default 20; 2 with --quick)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--path-copies", type=int, default=None,
+                   help="path excerpts per demonstration in the first and last SFT stage (default 0: none; "
+                        "see DemoConfig.path_copies)")
     p.set_defaults(func=_run)
 
 
@@ -19,8 +22,11 @@ def _run(args) -> int:
     from harness.cli import UserError
     from harness.demo import DemoConfig, run_demo
 
+    if args.path_copies is not None and args.path_copies < 0:
+        raise UserError(f"--path-copies {args.path_copies}: give 0 or more")
+    extra = {} if args.path_copies is None else {"path_copies": args.path_copies}
     cfg = DemoConfig(out=args.out, suite=args.suite, sandbox=args.sandbox, preset=args.preset,
-                     quick=args.quick, seed=args.seed)
+                     quick=args.quick, seed=args.seed, **extra)
     if args.steps is not None:
         if args.steps < 1:
             raise UserError(f"--steps {args.steps}: give at least 1 step")

@@ -1,11 +1,11 @@
 """Teacher-forced read use on a real tiny checkpoint: the demonstrated token scores a hit exactly
 when it is the model's most likely next token, per family, and episodes without an edit are
-counted apart."""
+counted apart; the first call's path counts as copied only when every one of its tokens is."""
 from __future__ import annotations
 
 import pytest
 
-from evals.read_use import edit_old_position, read_use
+from evals.read_use import edit_old_position, path_span, read_use
 from harness.trajectory import Trajectory
 
 
@@ -58,3 +58,39 @@ def test_hits_follow_the_models_argmax(model_and_tok):
     assert "0.50" in result.to_text() and result.to_dict()["by_family"]["wrong_arith"] == 1.0
     empty = read_use(model, tok, [no_edit], {})
     assert empty.share is None and "no decisions" in empty.to_text()
+
+
+def test_path_share_scores_the_first_calls_whole_path(model_and_tok):
+    import torch
+
+    model, tok = model_and_tok
+    traj, _ = _episode(tok, "a", '{"name": "read", "arguments": {"path": "gym/lists.py"}}')
+    span = path_span(traj.token_ids, traj.turn_spans, tok)
+    assert span is not None and tok.decode(traj.token_ids[span[0]:span[1]]) == "gym/lists.py"
+
+    class Copier(torch.nn.Module):
+        """The real tiny model, its logits pushed to `traj`'s path tokens where they come: a policy
+        that copies the path (the untrained model alone never does)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = model
+
+        def forward(self, input_ids, use_cache=False):
+            out = self.inner(input_ids=input_ids, use_cache=use_cache)
+            for i in range(*span):
+                if i - 1 < input_ids.shape[1]:
+                    out.logits[0, i - 1, traj.token_ids[i]] += 1e4
+            return out
+
+    off = list(traj.token_ids)
+    off[span[1] - 1] = tok("zq", add_special_tokens=False)["input_ids"][0]
+    missed = Trajectory(task_id="b", token_ids=off, assistant_mask=traj.assistant_mask, turn_spans=traj.turn_spans)
+    result = read_use(Copier(), tok, [traj, missed], {})
+    assert result.path_share == 0.5 and result.paths == 2
+    assert result.share is None and result.skipped == 2  # reads, no edits: no repair decisions
+    assert result.to_dict()["path_share"] == 0.5 and "path copied 0.50" in result.to_text()
+    assert read_use(model, tok, [traj], {}).path_share == 0.0  # the untrained model does not copy
+    no_path, _ = _episode(tok, "c", '{"name": "test", "arguments": {}}')
+    assert path_span(no_path.token_ids, no_path.turn_spans, tok) is None
+    assert read_use(model, tok, [no_path], {}).path_share is None

@@ -14,7 +14,8 @@ import pytest
 @pytest.mark.slow
 def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    run = subprocess.run([sys.executable, "-m", "harness.cli", "demo", "--quick", "--out", str(out)],
+    run = subprocess.run([sys.executable, "-m", "harness.cli", "demo", "--quick", "--path-copies", "1",
+                          "--out", str(out)],
                          capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
 
@@ -40,8 +41,13 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     for d in excerpts:
         (a, b), = d["turn_spans"]
         assert sum(d["assistant_mask"]) == b - a == sum(d["assistant_mask"][a:b]) and b == len(d["token_ids"])
+    # path excerpts: the first reply with another file, only the path in the loss; first and last stage
+    paths = [json.loads(line) for line in (out / "demos_paths.jsonl").read_text().splitlines()]
+    assert paths and all(0 < sum(d["assistant_mask"]) < 20 for d in paths)
     for stage in ("sft_excerpts", "sft_informed", "sft_model"):
         assert (out / stage / "config.json").exists(), stage
+        trained_on = json.loads((out / stage / "sft_config.json").read_text())["config"]["data"]
+        assert (str(out / "demos_paths.jsonl") in trained_on) == (stage != "sft_informed"), stage
     base = (out / "model" / "model.safetensors").read_bytes()
     assert (out / "sft_model" / "model.safetensors").read_bytes() != base, "SFT changed no weight"
 
@@ -71,6 +77,7 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     assert read_use["start"]["decisions"] > 0 and set(read_use) == {"start", "end"}
     assert 0.0 <= results["read_use"]["start"] <= 1.0 and 0.0 <= results["read_use"]["end"] <= 1.0
     assert results["read_use"]["chance"] == 1 / 5
+    assert 0.0 <= results["read_use"]["path_start"] <= 1.0 and read_use["end"]["paths"] > 0
     assert "held-out tasks" in run.stdout
 
 
@@ -96,3 +103,12 @@ def test_demo_config_names_bad_counts() -> None:
         DemoConfig(demo_mix={"blind": -1})
     with pytest.raises(ValueError, match="probe_tasks"):
         DemoConfig(probe_tasks=0)
+    with pytest.raises(ValueError, match="path_copies"):
+        DemoConfig(path_copies=-1)
+
+
+def test_demo_cli_names_a_bad_path_copies(tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, "-m", "harness.cli", "demo", "--path-copies", "-1", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0 and "--path-copies -1" in run.stdout + run.stderr
+    assert not list(tmp_path.iterdir())  # refused before any stage wrote anything

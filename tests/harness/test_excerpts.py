@@ -7,7 +7,7 @@ import random
 import pytest
 
 from harness.chat import encode, render
-from harness.excerpts import excerpt, excerpts
+from harness.excerpts import excerpt, excerpts, path_excerpt, path_excerpts
 from harness.tiny import qwen25_tokenizer
 from harness.trajectory import Trajectory
 
@@ -23,9 +23,9 @@ def tok():
     return qwen25_tokenizer()
 
 
-def episode(tok, replies: list[str], observations: list[str]) -> Trajectory:
+def episode(tok, replies: list[str], observations: list[str], issue: str = "Fix m.py") -> Trajectory:
     """Token ids, mask and turn spans as the agent loop records them, from chat messages."""
-    messages = [{"role": "system", "content": "Fix the bug."}, {"role": "user", "content": "Fix m.py"}]
+    messages = [{"role": "system", "content": "Fix the bug."}, {"role": "user", "content": issue}]
     spans = []
     for reply, observation in zip(replies, observations):
         start = len(encode(tok, render(tok, messages, add_generation_prompt=True)))
@@ -64,3 +64,35 @@ def test_no_excerpt_without_a_read_before_the_edit_or_its_line(tok):
     assert excerpt(episode(tok, [READ, TEST], [SOURCE, "1 failed"]), tok, 3, random.Random(0)) is None
     elsewhere = SOURCE.replace("a - b", "a + b")
     assert excerpt(episode(tok, [READ, EDIT], [elsewhere, "not found"]), tok, 3, random.Random(0)) is None
+
+
+ISSUE = "`alpha` in `gym/numbers.py` gives wrong results."
+
+
+def issue_episode(tok, reply: str) -> Trajectory:
+    return episode(tok, [reply], ["gym/numbers.py (3 lines)"], issue=ISSUE)
+
+
+def test_path_excerpt_swaps_the_issues_file_and_trains_the_path_alone(tok):
+    read = '<tool_call>\n{"name": "read", "arguments": {"path": "gym/numbers.py"}}\n</tool_call>'
+    traj = issue_episode(tok, read)
+    cut = path_excerpt(traj, tok, "gym/bolts.py")
+    text = tok.decode(cut.token_ids)
+    assert "`gym/bolts.py`" in text and "gym/numbers.py" not in text
+    assert text.endswith('{"name": "read", "arguments": {"path": "gym/bolts.py"}}\n</tool_call><|im_end|>')
+    trained = "".join(tok.decode([t]) for t, m in zip(cut.token_ids, cut.assistant_mask) if m)
+    assert trained == "gym/bolts.py" and cut.turn_spans[0][1] == len(cut.token_ids)
+    assert "tool_response" not in text  # the observation after the reply is not kept
+    # a first call that opens another file, or names no path, teaches no copying
+    other = read.replace("gym/numbers.py", "gym/strings.py")
+    assert path_excerpt(issue_episode(tok, other), tok, "gym/bolts.py") is None
+    assert path_excerpt(issue_episode(tok, TEST), tok, "gym/bolts.py") is None
+
+
+def test_path_excerpts_draw_known_and_made_up_files(tok):
+    read = '<tool_call>\n{"name": "read", "arguments": {"path": "gym/numbers.py"}}\n</tool_call>'
+    cuts = path_excerpts([issue_episode(tok, read)], tok, copies=40, seed=0)
+    paths = {c.info["path"] for c in cuts}
+    assert len(cuts) == 40 and "gym/numbers.py" in paths and len(paths) > 2
+    assert all(p.startswith("gym/") and p.endswith(".py") for p in paths)  # a known file's folder and suffix
+    assert path_excerpts([issue_episode(tok, TEST)], tok, copies=3, seed=0) == []
