@@ -72,10 +72,11 @@ def path_span(token_ids: list[int], turn_spans: list[tuple[int, int]], tokenizer
     start, end = turn_spans[0]
     text, begin = "", None
     for i in range(start, end):
-        text += tokenizer.decode([token_ids[i]])
+        piece = tokenizer.decode([token_ids[i]])
+        text += piece
         if begin is None and text.endswith(_PATH_KEY):
             begin = i + 1
-        elif begin is not None and '"' in tokenizer.decode([token_ids[i]]):
+        elif begin is not None and '"' in piece:
             return (begin, i) if i > begin else None
     return None
 

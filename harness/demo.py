@@ -156,9 +156,9 @@ class DemoConfig:
 
 def _write_jsonl(path: Path, trajs: list[Any]) -> None:
     """Trajectories as JSON lines, whole or not at all (a killed run redoes the file)."""
-    partial = path.with_suffix(".partial")
-    partial.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in trajs))
-    partial.rename(path)
+    from harness.transcript import save_jsonl
+
+    save_jsonl(trajs, path.with_suffix(".partial")).rename(path)
 
 
 def _stage(console: Any, title: str) -> None:
@@ -202,7 +202,7 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     from harness.policies import ScriptedPolicy
     from harness.policies.hf import HFPolicy
     from harness.rollout import run_episodes
-    from harness.trajectory import Trajectory
+    from harness.transcript import load_jsonl
     from harness.tiny import init_tiny
     from sandbox import SandboxPool
     from train.config import make_config
@@ -271,7 +271,7 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
 
         from harness.excerpts import excerpts
 
-        trajs = [Trajectory.from_dict(json.loads(line)) for line in informed.read_text().splitlines()]
+        trajs = load_jsonl(informed)
         cuts = excerpts(trajs, AutoTokenizer.from_pretrained(model), cfg.excerpt_copies, cfg.excerpt_lines, cfg.seed + 9)
         _write_jsonl(excerpt_file, cuts)
         console.print(f"  excerpts: {len(cuts)} of {len(trajs)} informed demonstrations")
@@ -280,7 +280,7 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
 
         from harness.excerpts import path_excerpts
 
-        trajs = [Trajectory.from_dict(json.loads(line)) for line in demos.read_text().splitlines()]
+        trajs = load_jsonl(demos)
         cuts = path_excerpts(trajs, AutoTokenizer.from_pretrained(model), cfg.path_copies, cfg.seed + 11)
         _write_jsonl(path_file, cuts)
         console.print(f"  path excerpts: {len(cuts)} of {len(trajs)} demonstrations")
@@ -315,7 +315,7 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
             trajs = run_episodes(ScriptedPolicy("oracle", seed=cfg.seed + 5), heldout, 1, suite=suite,
                                  pool=pool, env_config=env_config, seed=cfg.seed + 5)
         _write_jsonl(informed_heldout, [t for t in trajs if not t.errored])
-    informed_trajs = [Trajectory.from_dict(json.loads(line)) for line in informed_heldout.read_text().splitlines()]
+    informed_trajs = load_jsonl(informed_heldout)
     family_of = {t.id: t.family for t in heldout}
 
     def measure_read_use(policy: Any) -> dict[str, Any]:
