@@ -79,6 +79,20 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     assert results["read_use"]["chance"] == 1 / 5
     assert 0.0 <= results["read_use"]["path_start"] <= 1.0 and read_use["end"]["paths"] > 0
     assert "held-out tasks" in run.stdout
+    for name in ("start", "end"):
+        assert list((out / f"eval_{name}" / "report").glob("*.png")), name
+
+    # a rerun with more steps reuses every stage before GRPO, trains on, and scores the new end
+    stamps = {f: (out / f).stat().st_mtime_ns for f in ("demos.jsonl", "probe.json", "eval_start/results.json")}
+    again = subprocess.run([sys.executable, "-m", "harness.cli", "demo", "--quick", "--path-copies", "1",
+                            "--steps", "3", "--out", str(out)], capture_output=True, text=True, timeout=1800)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert stamps == {f: (out / f).stat().st_mtime_ns for f in stamps}
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert json.loads((out / "eval_end" / "grpo_step.json").read_text()) == 3
+    assert json.loads((out / "read_use.json").read_text())["end"]["grpo_step"] == 3
+    assert json.loads((out / "results.json").read_text())["grpo_steps"] == 3
 
 
 def test_spread_covers_tasks_evenly() -> None:

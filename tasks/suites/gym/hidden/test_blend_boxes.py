@@ -1,4 +1,4 @@
-from gym.drill_05 import blend_boxes
+from gym.meadow import blend_boxes
 
 
 def test_blend_boxes_0():

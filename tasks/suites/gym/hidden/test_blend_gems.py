@@ -1,4 +1,4 @@
-from gym.drill_01 import blend_gems
+from gym.garden import blend_gems
 
 
 def test_blend_gems_0():

@@ -1,4 +1,4 @@
-from gym.drill_20 import blend_laps
+from gym.quarry import blend_laps
 
 
 def test_blend_laps_0():

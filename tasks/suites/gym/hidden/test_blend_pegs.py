@@ -1,4 +1,4 @@
-from gym.drill_16 import blend_pegs
+from gym.museum import blend_pegs
 
 
 def test_blend_pegs_0():

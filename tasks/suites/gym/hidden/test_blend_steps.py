@@ -1,4 +1,4 @@
-from gym.drill_15 import blend_steps
+from gym.bakery import blend_steps
 
 
 def test_blend_steps_0():

@@ -1,4 +1,4 @@
-from gym.drill_08 import bound_beads
+from gym.station import bound_beads
 
 
 def test_bound_beads_0():

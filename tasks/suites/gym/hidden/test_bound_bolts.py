@@ -1,4 +1,4 @@
-from gym.drill_13 import bound_bolts
+from gym.forest import bound_bolts
 
 
 def test_bound_bolts_0():

@@ -1,4 +1,4 @@
-from gym.drill_12 import bound_gems
+from gym.island import bound_gems
 
 
 def test_bound_gems_0():

@@ -1,4 +1,4 @@
-from gym.drill_16 import bound_pegs
+from gym.museum import bound_pegs
 
 
 def test_bound_pegs_0():

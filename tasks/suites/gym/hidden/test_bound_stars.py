@@ -1,4 +1,4 @@
-from gym.drill_13 import bound_stars
+from gym.forest import bound_stars
 
 
 def test_bound_stars_0():

@@ -1,4 +1,4 @@
-from gym.drill_14 import clip_cells
+from gym.valley import clip_cells
 
 
 def test_clip_cells_0():

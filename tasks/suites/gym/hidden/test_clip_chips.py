@@ -1,4 +1,4 @@
-from gym.drill_08 import clip_chips
+from gym.station import clip_chips
 
 
 def test_clip_chips_0():

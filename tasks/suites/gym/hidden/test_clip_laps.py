@@ -1,4 +1,4 @@
-from gym.drill_01 import clip_laps
+from gym.garden import clip_laps
 
 
 def test_clip_laps_0():

@@ -1,4 +1,4 @@
-from gym.drill_15 import clip_stars
+from gym.bakery import clip_stars
 
 
 def test_clip_stars_0():

@@ -1,4 +1,4 @@
-from gym.drill_01 import count_cells
+from gym.garden import count_cells
 
 
 def test_count_cells_0():

@@ -1,4 +1,4 @@
-from gym.drill_07 import count_chips
+from gym.library import count_chips
 
 
 def test_count_chips_0():

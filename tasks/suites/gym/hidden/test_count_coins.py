@@ -1,4 +1,4 @@
-from gym.drill_05 import count_coins
+from gym.meadow import count_coins
 
 
 def test_count_coins_0():

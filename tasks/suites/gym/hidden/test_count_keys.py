@@ -1,4 +1,4 @@
-from gym.drill_04 import count_keys
+from gym.market import count_keys
 
 
 def test_count_keys_0():

@@ -1,4 +1,4 @@
-from gym.drill_11 import count_marks
+from gym.canyon import count_marks
 
 
 def test_count_marks_0():

@@ -1,4 +1,4 @@
-from gym.drill_08 import count_points
+from gym.station import count_points
 
 
 def test_count_points_0():

@@ -1,4 +1,4 @@
-from gym.drill_03 import count_rows
+from gym.kitchen import count_rows
 
 
 def test_count_rows_0():

@@ -1,4 +1,4 @@
-from gym.drill_16 import fold_beads
+from gym.museum import fold_beads
 
 
 def test_fold_beads_0():

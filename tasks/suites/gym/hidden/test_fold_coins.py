@@ -1,4 +1,4 @@
-from gym.drill_18 import fold_coins
+from gym.tunnel import fold_coins
 
 
 def test_fold_coins_0():

@@ -1,4 +1,4 @@
-from gym.drill_06 import fold_marks
+from gym.orchard import fold_marks
 
 
 def test_fold_marks_0():

@@ -1,4 +1,4 @@
-from gym.drill_08 import fold_pages
+from gym.station import fold_pages
 
 
 def test_fold_pages_0():

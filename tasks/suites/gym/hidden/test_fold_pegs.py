@@ -1,4 +1,4 @@
-from gym.drill_06 import fold_pegs
+from gym.orchard import fold_pegs
 
 
 def test_fold_pegs_0():

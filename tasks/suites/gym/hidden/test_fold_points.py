@@ -1,4 +1,4 @@
-from gym.drill_13 import fold_points
+from gym.forest import fold_points
 
 
 def test_fold_points_0():

@@ -1,4 +1,4 @@
-from gym.drill_10 import gather_keys
+from gym.village import gather_keys
 
 
 def test_gather_keys_0():

@@ -1,4 +1,4 @@
-from gym.drill_10 import gather_pegs
+from gym.village import gather_pegs
 
 
 def test_gather_pegs_0():

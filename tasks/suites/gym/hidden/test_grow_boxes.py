@@ -1,4 +1,4 @@
-from gym.drill_18 import grow_boxes
+from gym.tunnel import grow_boxes
 
 
 def test_grow_boxes_0():

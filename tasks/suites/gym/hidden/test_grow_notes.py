@@ -1,4 +1,4 @@
-from gym.drill_15 import grow_notes
+from gym.bakery import grow_notes
 
 
 def test_grow_notes_0():

@@ -1,4 +1,4 @@
-from gym.drill_16 import grow_rungs
+from gym.museum import grow_rungs
 
 
 def test_grow_rungs_0():

@@ -1,4 +1,4 @@
-from gym.drill_12 import grow_stars
+from gym.island import grow_stars
 
 
 def test_grow_stars_0():

@@ -1,4 +1,4 @@
-from gym.drill_20 import grow_steps
+from gym.quarry import grow_steps
 
 
 def test_grow_steps_0():

@@ -1,4 +1,4 @@
-from gym.drill_15 import grow_tiles
+from gym.bakery import grow_tiles
 
 
 def test_grow_tiles_0():

@@ -1,4 +1,4 @@
-from gym.drill_19 import lift_beads
+from gym.cellar import lift_beads
 
 
 def test_lift_beads_0():

@@ -1,4 +1,4 @@
-from gym.drill_12 import lift_keys
+from gym.island import lift_keys
 
 
 def test_lift_keys_0():

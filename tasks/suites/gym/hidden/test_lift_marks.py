@@ -1,4 +1,4 @@
-from gym.drill_20 import lift_marks
+from gym.quarry import lift_marks
 
 
 def test_lift_marks_0():

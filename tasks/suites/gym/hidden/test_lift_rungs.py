@@ -1,4 +1,4 @@
-from gym.drill_09 import lift_rungs
+from gym.theater import lift_rungs
 
 
 def test_lift_rungs_0():

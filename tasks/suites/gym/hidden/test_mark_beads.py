@@ -1,4 +1,4 @@
-from gym.drill_08 import mark_beads
+from gym.station import mark_beads
 
 
 def test_mark_beads_0():

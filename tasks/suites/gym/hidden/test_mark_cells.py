@@ -1,4 +1,4 @@
-from gym.drill_03 import mark_cells
+from gym.kitchen import mark_cells
 
 
 def test_mark_cells_0():

@@ -1,4 +1,4 @@
-from gym.drill_13 import mark_laps
+from gym.forest import mark_laps
 
 
 def test_mark_laps_0():

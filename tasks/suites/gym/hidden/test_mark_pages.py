@@ -1,4 +1,4 @@
-from gym.drill_20 import mark_pages
+from gym.quarry import mark_pages
 
 
 def test_mark_pages_0():

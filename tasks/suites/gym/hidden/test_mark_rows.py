@@ -1,4 +1,4 @@
-from gym.drill_19 import mark_rows
+from gym.cellar import mark_rows
 
 
 def test_mark_rows_0():

@@ -1,4 +1,4 @@
-from gym.drill_02 import mark_rungs
+from gym.harbor import mark_rungs
 
 
 def test_mark_rungs_0():

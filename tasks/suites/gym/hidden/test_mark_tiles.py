@@ -1,4 +1,4 @@
-from gym.drill_16 import mark_tiles
+from gym.museum import mark_tiles
 
 
 def test_mark_tiles_0():

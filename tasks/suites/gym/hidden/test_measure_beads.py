@@ -1,4 +1,4 @@
-from gym.drill_06 import measure_beads
+from gym.orchard import measure_beads
 
 
 def test_measure_beads_0():

@@ -1,4 +1,4 @@
-from gym.drill_06 import measure_boxes
+from gym.orchard import measure_boxes
 
 
 def test_measure_boxes_0():

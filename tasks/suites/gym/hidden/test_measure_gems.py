@@ -1,4 +1,4 @@
-from gym.drill_14 import measure_gems
+from gym.valley import measure_gems
 
 
 def test_measure_gems_0():

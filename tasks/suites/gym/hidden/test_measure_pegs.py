@@ -1,4 +1,4 @@
-from gym.drill_19 import measure_pegs
+from gym.cellar import measure_pegs
 
 
 def test_measure_pegs_0():

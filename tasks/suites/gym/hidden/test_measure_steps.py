@@ -1,4 +1,4 @@
-from gym.drill_10 import measure_steps
+from gym.village import measure_steps
 
 
 def test_measure_steps_0():

@@ -1,4 +1,4 @@
-from gym.drill_18 import merge_coins
+from gym.tunnel import merge_coins
 
 
 def test_merge_coins_0():

@@ -1,4 +1,4 @@
-from gym.drill_07 import merge_keys
+from gym.library import merge_keys
 
 
 def test_merge_keys_0():

@@ -1,4 +1,4 @@
-from gym.drill_09 import merge_marks
+from gym.theater import merge_marks
 
 
 def test_merge_marks_0():

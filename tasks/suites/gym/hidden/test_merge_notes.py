@@ -1,4 +1,4 @@
-from gym.drill_17 import merge_notes
+from gym.castle import merge_notes
 
 
 def test_merge_notes_0():

@@ -1,4 +1,4 @@
-from gym.drill_05 import merge_pages
+from gym.meadow import merge_pages
 
 
 def test_merge_pages_0():

@@ -1,4 +1,4 @@
-from gym.drill_01 import merge_pegs
+from gym.garden import merge_pegs
 
 
 def test_merge_pegs_0():

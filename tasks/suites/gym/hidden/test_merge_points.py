@@ -1,4 +1,4 @@
-from gym.drill_04 import merge_points
+from gym.market import merge_points
 
 
 def test_merge_points_0():

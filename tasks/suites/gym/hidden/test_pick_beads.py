@@ -1,4 +1,4 @@
-from gym.drill_03 import pick_beads
+from gym.kitchen import pick_beads
 
 
 def test_pick_beads_0():

@@ -1,4 +1,4 @@
-from gym.drill_14 import pick_coins
+from gym.valley import pick_coins
 
 
 def test_pick_coins_0():

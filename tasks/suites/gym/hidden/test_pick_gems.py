@@ -1,4 +1,4 @@
-from gym.drill_17 import pick_gems
+from gym.castle import pick_gems
 
 
 def test_pick_gems_0():

@@ -1,4 +1,4 @@
-from gym.drill_04 import pick_marks
+from gym.market import pick_marks
 
 
 def test_pick_marks_0():

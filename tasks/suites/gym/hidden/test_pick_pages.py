@@ -1,4 +1,4 @@
-from gym.drill_11 import pick_pages
+from gym.canyon import pick_pages
 
 
 def test_pick_pages_0():

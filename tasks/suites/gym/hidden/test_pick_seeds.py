@@ -1,4 +1,4 @@
-from gym.drill_17 import pick_seeds
+from gym.castle import pick_seeds
 
 
 def test_pick_seeds_0():

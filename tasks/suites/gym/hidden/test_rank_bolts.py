@@ -1,4 +1,4 @@
-from gym.drill_15 import rank_bolts
+from gym.bakery import rank_bolts
 
 
 def test_rank_bolts_0():

@@ -1,4 +1,4 @@
-from gym.drill_10 import rank_coins
+from gym.village import rank_coins
 
 
 def test_rank_coins_0():

@@ -1,4 +1,4 @@
-from gym.drill_09 import rank_gems
+from gym.theater import rank_gems
 
 
 def test_rank_gems_0():

@@ -1,4 +1,4 @@
-from gym.drill_06 import rank_notes
+from gym.orchard import rank_notes
 
 
 def test_rank_notes_0():

@@ -1,4 +1,4 @@
-from gym.drill_07 import scan_bolts
+from gym.library import scan_bolts
 
 
 def test_scan_bolts_0():

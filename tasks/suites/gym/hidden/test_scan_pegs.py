@@ -1,4 +1,4 @@
-from gym.drill_13 import scan_pegs
+from gym.forest import scan_pegs
 
 
 def test_scan_pegs_0():

@@ -1,4 +1,4 @@
-from gym.drill_19 import scan_rows
+from gym.cellar import scan_rows
 
 
 def test_scan_rows_0():

@@ -1,4 +1,4 @@
-from gym.drill_17 import scan_stars
+from gym.castle import scan_stars
 
 
 def test_scan_stars_0():

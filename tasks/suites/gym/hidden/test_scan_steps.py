@@ -1,4 +1,4 @@
-from gym.drill_05 import scan_steps
+from gym.meadow import scan_steps
 
 
 def test_scan_steps_0():

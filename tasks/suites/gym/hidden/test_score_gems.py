@@ -1,4 +1,4 @@
-from gym.drill_19 import score_gems
+from gym.cellar import score_gems
 
 
 def test_score_gems_0():

@@ -1,4 +1,4 @@
-from gym.drill_12 import score_keys
+from gym.island import score_keys
 
 
 def test_score_keys_0():

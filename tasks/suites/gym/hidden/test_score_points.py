@@ -1,4 +1,4 @@
-from gym.drill_02 import score_points
+from gym.harbor import score_points
 
 
 def test_score_points_0():

@@ -1,4 +1,4 @@
-from gym.drill_01 import score_rows
+from gym.garden import score_rows
 
 
 def test_score_rows_0():

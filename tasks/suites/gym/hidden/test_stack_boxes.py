@@ -1,4 +1,4 @@
-from gym.drill_04 import stack_boxes
+from gym.market import stack_boxes
 
 
 def test_stack_boxes_0():

@@ -1,4 +1,4 @@
-from gym.drill_05 import stack_marks
+from gym.meadow import stack_marks
 
 
 def test_stack_marks_0():

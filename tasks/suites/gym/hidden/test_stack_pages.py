@@ -1,4 +1,4 @@
-from gym.drill_07 import stack_pages
+from gym.library import stack_pages
 
 
 def test_stack_pages_0():

@@ -1,4 +1,4 @@
-from gym.drill_02 import stack_rungs
+from gym.harbor import stack_rungs
 
 
 def test_stack_rungs_0():

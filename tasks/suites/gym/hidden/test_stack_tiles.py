@@ -1,4 +1,4 @@
-from gym.drill_14 import stack_tiles
+from gym.valley import stack_tiles
 
 
 def test_stack_tiles_0():

@@ -1,4 +1,4 @@
-from gym.drill_04 import sum_beads
+from gym.market import sum_beads
 
 
 def test_sum_beads_0():

@@ -1,4 +1,4 @@
-from gym.drill_07 import sum_chips
+from gym.library import sum_chips
 
 
 def test_sum_chips_0():

@@ -1,4 +1,4 @@
-from gym.drill_20 import sum_marks
+from gym.quarry import sum_marks
 
 
 def test_sum_marks_0():

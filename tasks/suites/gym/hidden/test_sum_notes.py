@@ -1,4 +1,4 @@
-from gym.drill_02 import sum_notes
+from gym.harbor import sum_notes
 
 
 def test_sum_notes_0():

@@ -1,4 +1,4 @@
-from gym.drill_18 import sum_pages
+from gym.tunnel import sum_pages
 
 
 def test_sum_pages_0():

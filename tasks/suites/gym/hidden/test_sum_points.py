@@ -1,4 +1,4 @@
-from gym.drill_09 import sum_points
+from gym.theater import sum_points
 
 
 def test_sum_points_0():

@@ -1,4 +1,4 @@
-from gym.drill_17 import sum_rows
+from gym.castle import sum_rows
 
 
 def test_sum_rows_0():

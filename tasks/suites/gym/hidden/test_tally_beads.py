@@ -1,4 +1,4 @@
-from gym.drill_11 import tally_beads
+from gym.canyon import tally_beads
 
 
 def test_tally_beads_0():

@@ -1,4 +1,4 @@
-from gym.drill_11 import tally_marks
+from gym.canyon import tally_marks
 
 
 def test_tally_marks_0():

@@ -1,4 +1,4 @@
-from gym.drill_09 import tally_notes
+from gym.theater import tally_notes
 
 
 def test_tally_notes_0():

@@ -1,4 +1,4 @@
-from gym.drill_10 import trim_beads
+from gym.village import trim_beads
 
 
 def test_trim_beads_0():

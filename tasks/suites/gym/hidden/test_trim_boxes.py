@@ -1,4 +1,4 @@
-from gym.drill_11 import trim_boxes
+from gym.canyon import trim_boxes
 
 
 def test_trim_boxes_0():

@@ -1,4 +1,4 @@
-from gym.drill_14 import trim_cells
+from gym.valley import trim_cells
 
 
 def test_trim_cells_0():

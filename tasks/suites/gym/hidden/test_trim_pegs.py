@@ -1,4 +1,4 @@
-from gym.drill_03 import trim_pegs
+from gym.kitchen import trim_pegs
 
 
 def test_trim_pegs_0():

@@ -1,4 +1,4 @@
-from gym.drill_02 import trim_rungs
+from gym.harbor import trim_rungs
 
 
 def test_trim_rungs_0():

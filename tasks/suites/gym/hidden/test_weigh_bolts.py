@@ -1,4 +1,4 @@
-from gym.drill_12 import weigh_bolts
+from gym.island import weigh_bolts
 
 
 def test_weigh_bolts_0():

@@ -1,4 +1,4 @@
-from gym.drill_03 import weigh_cells
+from gym.kitchen import weigh_cells
 
 
 def test_weigh_cells_0():

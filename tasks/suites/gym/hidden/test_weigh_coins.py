@@ -1,4 +1,4 @@
-from gym.drill_18 import weigh_coins
+from gym.tunnel import weigh_coins
 
 
 def test_weigh_coins_0():

@@ -1,29 +1,29 @@
 # Quick checks of every function (the agent's `test` tool runs these).
-from gym.drill_01 import *  # noqa: F403
-from gym.drill_02 import *  # noqa: F403
-from gym.drill_03 import *  # noqa: F403
-from gym.drill_04 import *  # noqa: F403
-from gym.drill_05 import *  # noqa: F403
-from gym.drill_06 import *  # noqa: F403
-from gym.drill_07 import *  # noqa: F403
-from gym.drill_08 import *  # noqa: F403
-from gym.drill_09 import *  # noqa: F403
-from gym.drill_10 import *  # noqa: F403
-from gym.drill_11 import *  # noqa: F403
-from gym.drill_12 import *  # noqa: F403
-from gym.drill_13 import *  # noqa: F403
-from gym.drill_14 import *  # noqa: F403
-from gym.drill_15 import *  # noqa: F403
-from gym.drill_16 import *  # noqa: F403
-from gym.drill_17 import *  # noqa: F403
-from gym.drill_18 import *  # noqa: F403
-from gym.drill_19 import *  # noqa: F403
-from gym.drill_20 import *  # noqa: F403
+from gym.bakery import *  # noqa: F403
+from gym.canyon import *  # noqa: F403
+from gym.castle import *  # noqa: F403
+from gym.cellar import *  # noqa: F403
+from gym.forest import *  # noqa: F403
+from gym.garden import *  # noqa: F403
+from gym.harbor import *  # noqa: F403
+from gym.island import *  # noqa: F403
+from gym.kitchen import *  # noqa: F403
+from gym.library import *  # noqa: F403
 from gym.lists import *  # noqa: F403
+from gym.market import *  # noqa: F403
+from gym.meadow import *  # noqa: F403
+from gym.museum import *  # noqa: F403
 from gym.numbers import *  # noqa: F403
+from gym.orchard import *  # noqa: F403
+from gym.quarry import *  # noqa: F403
 from gym.ranges import *  # noqa: F403
 from gym.scores import *  # noqa: F403
+from gym.station import *  # noqa: F403
 from gym.strings import *  # noqa: F403
+from gym.theater import *  # noqa: F403
+from gym.tunnel import *  # noqa: F403
+from gym.valley import *  # noqa: F403
+from gym.village import *  # noqa: F403
 
 
 def test_triangle():
