@@ -373,7 +373,8 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
                            max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
                            eval_every=0, system_prompt=cfg.system_prompt,
                            tool_schemas=cfg.tool_schemas, **cfg.grpo_overrides)
-    # A rerun continues the run to the configured number of steps (more or fewer than before).
+    # A rerun with more steps than the run has done trains on from its last checkpoint; with as
+    # many or fewer it trains no more (a checkpoint is never rolled back).
     resume = (run_dir / "checkpoint").exists()
     summary = run_grpo(grpo_cfg, resume=resume, overrides={"steps": cfg.grpo_steps} if resume else None,
                        console=console)
