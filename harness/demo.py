@@ -181,12 +181,6 @@ def _spread(tasks: list[Any], count: int, seed: int) -> list[tuple[list[Any], in
     return batches
 
 
-def _grpo_step(eval_dir: Path) -> int:
-    """The GRPO step whose adapter an evaluation in the demo scored (0: the start, or no record)."""
-    marker = eval_dir / "grpo_step.json"
-    return json.loads(marker.read_text()) if marker.exists() else 0
-
-
 def _eval_row(result: Any) -> dict[str, Any]:
     """The figures a reader compares: pass@k and the behaviour that explains it."""
     stats = result.overall.get("stats", {})
@@ -334,14 +328,16 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
         return result.to_dict()
 
     def held_out_eval(name: str, policy: Any, step: int = 0) -> Any:
-        """Reused on a rerun unless it scored another GRPO step (a rerun that trained on)."""
+        """Reused on a rerun unless it scored another GRPO step (a rerun that trained on); the
+        step is recorded with the policy in the evaluation's results.json."""
         dest = out / f"eval_{name}"
-        if (dest / "results.json").exists() and _grpo_step(dest) == step:
-            return EvalResult.load(dest)
-        result = evaluate(policy, suite, split="heldout", n=cfg.eval_n, ks=cfg.ks, backend=cfg.sandbox,
-                          seed=cfg.seed + 7, out=dest, env_config=env_config, pool_size=cfg.pool_size)
-        (dest / "grpo_step.json").write_text(json.dumps(step))
-        return result
+        if (dest / "results.json").exists():
+            done = EvalResult.load(dest)
+            if done.policy.get("grpo_step", 0) == step:
+                return done
+        return evaluate(policy, suite, split="heldout", n=cfg.eval_n, ks=cfg.ks, backend=cfg.sandbox,
+                        seed=cfg.seed + 7, out=dest, env_config=env_config, pool_size=cfg.pool_size,
+                        policy_info={"name": f"demo {name}", "kind": "object", "grpo_step": step})
 
     read_use_file = out / "read_use.json"
     read_uses = json.loads(read_use_file.read_text()) if read_use_file.exists() else {}

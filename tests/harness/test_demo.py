@@ -90,7 +90,7 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     assert stamps == {f: (out / f).stat().st_mtime_ns for f in stamps}
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2, 3]
-    assert json.loads((out / "eval_end" / "grpo_step.json").read_text()) == 3
+    assert json.loads((out / "eval_end" / "results.json").read_text())["policy"]["grpo_step"] == 3
     assert json.loads((out / "read_use.json").read_text())["end"]["grpo_step"] == 3
     assert json.loads((out / "results.json").read_text())["grpo_steps"] == 3
 

@@ -195,10 +195,11 @@ def write_drills() -> dict[str, tuple[str, list[str]]]:
     sys.path.insert(0, str(HERE))
     from drills import drill_functions, example_calls
 
-    assert len(DRILL_MODULES) * DRILLS_PER_MODULE == DRILLS and not set(DRILL_MODULES) & {
-        m for m, *_ in FUNCTIONS.values()}, "one new DRILL_MODULES name per DRILLS_PER_MODULE drills"
+    hand = {m for m, *_ in FUNCTIONS.values()}
+    assert len(DRILL_MODULES) * DRILLS_PER_MODULE == DRILLS and not set(DRILL_MODULES) & hand, \
+        "one new DRILL_MODULES name per DRILLS_PER_MODULE drills"
     for old in (REPO / "gym").glob("*.py"):
-        if old.stem not in {"__init__", *(m for m, *_ in FUNCTIONS.values())}:
+        if old.stem not in {"__init__", *hand}:
             old.unlink()
     rng = random.Random(DRILL_SEED)
     kept = []
