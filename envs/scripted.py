@@ -5,8 +5,8 @@ snippets: that is what makes them cheap baselines, not what a model can do.
 
 - oracle: read the buggy file, apply the reference fix as exact-snippet edits (in the names the
   agent sees; the suite's usual snippet for the family where it makes the same change, else the
-  smallest unique snippet, `envs.reference.shrink_edit`), run the tests, submit; question
-  tasks: read, then submit the reference answer.
+  smallest unique snippet, `envs.reference.shrink_edit`), run the tests (unless made with
+  `run_tests=False`), submit; question tasks: read, then submit the reference answer.
 - blind: no reads; pick a bug family uniformly from the suite's families and type the suite's
   usual repair for it (`suite.yaml: family_edits`); on suites without those, apply the family's
   typical repair (`tasks.mutate.repair`) to the function as one edit, or type the family's usual
@@ -70,10 +70,10 @@ def _task_file(task: "Task", env: "ToolEnv") -> str | None:
 
 
 class OraclePlan:
-    """Reads the buggy file, applies the reference fix, tests, submits."""
+    """Reads the buggy file, applies the reference fix, tests (when `run_tests`), submits."""
 
-    def __init__(self, task: "Task", env: "ToolEnv"):
-        self.task, self.env = task, env
+    def __init__(self, task: "Task", env: "ToolEnv", run_tests: bool = True):
+        self.task, self.env, self.run_tests = task, env, run_tests
         self.phase = "read"
         self.edit_tries = 0
 
@@ -99,7 +99,7 @@ class OraclePlan:
             self.phase = "test"
         if self.phase == "test":
             self.phase = "submit"
-            if "test" in env.tools and task.kind == "fix":
+            if self.run_tests and "test" in env.tools and task.kind == "fix":
                 return ToolCall("test", {})
         return _submit(task, task.answer if task.kind == "question" else None)
 
@@ -118,8 +118,8 @@ class OraclePlan:
         return None
 
 
-def oracle_plan(task: "Task", env: "ToolEnv") -> OraclePlan:
-    return OraclePlan(task, env)
+def oracle_plan(task: "Task", env: "ToolEnv", run_tests: bool = True) -> OraclePlan:
+    return OraclePlan(task, env, run_tests)
 
 
 def suite_families(env: "ToolEnv") -> list[str]:

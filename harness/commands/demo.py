@@ -15,6 +15,9 @@ def register(sub) -> None:
     p.add_argument("--path-copies", type=int, default=None,
                    help="path excerpts per demonstration in the first and last SFT stage (default 0: none; "
                         "see DemoConfig.path_copies)")
+    p.add_argument("--informed-tests", action="store_true",
+                   help="informed demonstrations call `test` before `submit` (default: read, edit, submit; "
+                        "see DemoConfig.informed_tests)")
     p.set_defaults(func=_run)
 
 
@@ -25,6 +28,8 @@ def _run(args) -> int:
     if args.path_copies is not None and args.path_copies < 0:
         raise UserError(f"--path-copies {args.path_copies}: give 0 or more")
     extra = {} if args.path_copies is None else {"path_copies": args.path_copies}
+    if args.informed_tests:
+        extra["informed_tests"] = True
     cfg = DemoConfig(out=args.out, suite=args.suite, sandbox=args.sandbox, preset=args.preset,
                      quick=args.quick, seed=args.seed, **extra)
     if args.steps is not None:

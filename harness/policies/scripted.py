@@ -18,7 +18,10 @@ from harness.policies import SCRIPTED_POLICIES, GenRequest, Generation
 
 
 class ScriptedPolicy:
-    def __init__(self, kind: str, tokenizer: Any = None, seed: int = 0) -> None:
+    def __init__(self, kind: str, tokenizer: Any = None, seed: int = 0, run_tests: bool = True) -> None:
+        """`run_tests=False`: the oracle submits straight after its fix, without a `test` call
+        (a check of a validated reference fix tells nothing; demonstrations without it are
+        shorter, and a policy trained on them spends no turn and no sandbox time on it)."""
         if kind not in SCRIPTED_POLICIES:
             raise ValueError(f"unknown scripted policy {kind!r}: choose one of {', '.join(SCRIPTED_POLICIES)}")
         if tokenizer is None:
@@ -32,6 +35,7 @@ class ScriptedPolicy:
         self.tokenizer = tokenizer
         self.eot_id = end_of_turn_id(tokenizer)
         self._seed = seed
+        self.run_tests = run_tests
         self.temperature = None
 
     def seed(self, seed: int) -> None:
@@ -44,7 +48,7 @@ class ScriptedPolicy:
         # policy seeds differ while each stays reproducible.
         rng = random.Random(hash((self._seed, seed)) & 0xFFFFFFFF)
         if self.kind == "oracle":
-            return scripted.oracle_plan(task, env)
+            return scripted.oracle_plan(task, env, self.run_tests)
         if self.kind == "blind":
             return scripted.blind_plan(task, env, rng)
         return scripted.random_plan(task, env, rng)

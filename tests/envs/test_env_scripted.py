@@ -10,7 +10,7 @@ import pytest
 
 from envs import EnvConfig, episode_env
 from envs.reference import next_edit, reference, shrink_edit
-from envs.scripted import BlindPlan, make_plan, run_plan
+from envs.scripted import BlindPlan, make_plan, oracle_plan, run_plan
 
 
 def _episode(suite, task, kind, seed=0, family=None, backend="local", **config):
@@ -40,6 +40,15 @@ def test_oracle_passes_every_task_renamed_with_one_edit(mini_suite):
             assert info.first_edit_right is True and info.public_pass is True
         else:
             assert info.actions == ["read pkg/core.py", "submit"] and info.answer == "10"
+
+
+def test_oracle_without_tests_submits_straight_after_its_fix(mini_suite):
+    """`run_tests=False` (the demo's informed demonstrations): no `test` call, still a pass."""
+    task = next(t for t in mini_suite.tasks if t.kind == "fix")
+    with episode_env(task, EnvConfig(rename=True), mini_suite, backend="local", seed=3) as env:
+        reward, info = run_plan(env, oracle_plan(task, env, run_tests=False))
+    assert reward == 1.0 and info.exit_status == "submitted", info
+    assert info.actions == ["read pkg/core.py", "edit pkg/core.py", "submit"] and info.tests == 0
 
 
 def _blind_fixes(task, family) -> bool:

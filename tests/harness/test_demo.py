@@ -35,6 +35,8 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     # the informed ones alone come first (their own file and SFT stage), then the whole mix
     informed = [json.loads(line) for line in (out / "demos_informed.jsonl").read_text().splitlines()]
     assert len(informed) == 8 + 16 and all(d["info"]["actions"][0].startswith("read") for d in informed)
+    # default informed_tests=False: read, edit, submit, no pytest run between
+    assert all(d["info"]["tests"] == 0 and d["info"]["actions"][-1] == "submit" for d in informed)
     # before them, excerpts of them: the read cut to a few lines, then the edit, the edit alone in the loss
     excerpts = [json.loads(line) for line in (out / "demos_excerpts.jsonl").read_text().splitlines()]
     assert len(excerpts) == len(informed)  # --quick: one excerpt each
