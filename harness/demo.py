@@ -81,14 +81,14 @@ class DemoConfig:
     held-out decisions, chance 0.20); after 2 epochs of excerpts and 1 of whole informed
     episodes, 0.76-0.81 in a trial on informed demonstrations alone and 0.67 in the full demo
     (README). 0: no excerpt stage."""
-    path_copies: int = 0
+    path_copies: int = 1
     """Path excerpts (`harness.excerpts.path_excerpts`) of each demonstration, trained on in the
     first and the last SFT stage: its first reply with the issue's file swapped for another (half
-    of them made up), only the path in the loss. Off by default since the gym's practice modules
-    are named by words: with numbered ones (`drill_07`) the seed-1 start copied a held-out task's
-    path into its first call in only 0.43 of cases (teacher-forced), and 2 copies raised that to
-    0.76-1.00 at twice the SFT time; with word names it copies 1.00 without them. For a suite of
-    your own whose train files are few or alike. 0: none."""
+    of them made up), only the path in the loss. Without them whether the start copies a held-out
+    task's path from the issue into its first call is left to chance: seed 1 copied 0.57 (it read
+    `gym/forest.py` for `gym/numbers.py`, and GRPO, whose groups on those files all failed, left
+    that as it was; gain +0.24), an earlier run of the same seed 1.00; with one copy each 1.00
+    (gain +0.41). About a minute of SFT since the data head trains only the data's rows. 0: none."""
     excerpt_lines: int = 3
     """Lines of the read shown in an excerpt besides the header and the edit's line."""
     sft_excerpt_epochs: int = 2
@@ -108,10 +108,9 @@ class DemoConfig:
     """Rank of the LoRA adapter GRPO trains on top of the SFT model."""
     lora_alpha: int = 64
     grpo_steps: int = 20
-    """GRPO steps. Seed 1's held-out pass@1 (the trainer's own evaluations, 2 episodes a task)
-    was 0.64 at step 10 and 0.62 at 20, but seed 0's end scored 0.38 after 12 steps and 0.44
-    after 20 (8 episodes a task): fewer would save time (the steps slow down as the policy learns
-    to read and test) at the cost of the gain. Stage 5 evaluates the end on the held-out split,
+    """GRPO steps (about 30 s each here once the policy reads every time). With informed
+    demonstrations that called `test`, seed 0's end scored 0.38 after 12 steps and 0.44 after 20
+    (8 episodes a task): fewer steps cost gain. Stage 5 evaluates the end on the held-out split,
     so GRPO runs no evaluation of its own."""
     grpo_learning_rate: float = 4e-4
     """LoRA learning rate. At 4e-4 GRPO raises the start's reads within 20 steps (0.18 -> 0.67 an

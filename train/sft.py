@@ -85,7 +85,8 @@ class SFTConfig(LoRAConfig):
     occur in the data share one row, and the softmax runs over the data's tokens plus that row
     (`train/vocab_head.py`) -- the same distribution at a fraction of the cost when the data use
     a few hundred of the vocabulary's 151,936 tokens. Erases what a real model knows of the
-    unseen tokens: for tiny models only."""
+    unseen tokens: for tiny models only; needs tied input and output embeddings (Qwen2.5's small
+    checkpoints and `fixrl init-tiny`'s)."""
     head_vocab_data: list[str] = dataclasses.field(default_factory=list)
     """With `data_vocab_head`: more data files whose tokens keep their own output rows, though this
     run does not train on them -- the later stages' data of a staged SFT, so that their tokens do
@@ -360,12 +361,8 @@ def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
             e.weights = argument_value_weights(tok, e.token_ids, e.assistant_mask, cfg.value_weight)
     device = next(model.parameters()).device
     use_cuda = device.type == "cuda"
-    params = trainable_parameters(model)
-    optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     steps_per_epoch = math.ceil(len(examples) / cfg.batch_size)
     total_steps = steps_per_epoch * cfg.epochs
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: lr_factor(s, total_steps, cfg.warmup_steps, cfg.lr_scheduler))
     scaler = torch.amp.GradScaler("cuda", enabled=use_cuda)
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
     out.mkdir(parents=True, exist_ok=True)
@@ -387,6 +384,11 @@ def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
     tokens_seen = 0
     progress = _progress(console)
     with progress if progress is not None else contextlib.nullcontext(), head_ctx as head:
+        # the data head trains its own rows in place of the model's (frozen) embedding matrix
+        params = trainable_parameters(model) + (list(head.parameters()) if head is not None else [])
+        optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda s: lr_factor(s, total_steps, cfg.warmup_steps, cfg.lr_scheduler))
         task = progress.add_task("sft", total=total_steps) if progress is not None else None
         for epoch in range(cfg.epochs):
             order = list(range(len(examples)))

@@ -13,7 +13,7 @@ def register(sub) -> None:
     p.add_argument("--steps", type=int, default=None, help="GRPO steps (default 20; 2 with --quick)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--path-copies", type=int, default=None,
-                   help="path excerpts per demonstration in the first and last SFT stage (default 0: none; "
+                   help="path excerpts per demonstration in the first and last SFT stage (default 1; 0: none; "
                         "see DemoConfig.path_copies)")
     p.add_argument("--informed-tests", action="store_true",
                    help="informed demonstrations call `test` before `submit` (default: read, edit, submit; "

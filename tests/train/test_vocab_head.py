@@ -23,12 +23,15 @@ def batch(vocab_used: int = 60, seed: int = 3):
 def test_data_head_equals_full_softmax_before_and_after_training():
     model = tiny_qwen(vocab=512)
     ids, mask = batch()
-    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    embedding = model.get_input_embeddings()
     with shared_tail_rows(model, ids.flatten().tolist()) as head:
         # the unseen rows were made one shared row: the full model and the data head agree
         ref = plain_log_probs(model, ids, mask)
         got = reply_log_probs(model, ids, mask, head=head)
         assert torch.allclose(got, ref, atol=1e-5)
+        # the head trains its own rows (inputs read them too); the model's matrix is frozen
+        assert not embedding.weight.requires_grad and head.weight.shape == (len(set(ids.flatten().tolist())) + 1, 64)
+        opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad] + list(head.parameters()), lr=0.5)
         for _ in range(3):
             opt.zero_grad()
             (-reply_log_probs(model, ids, mask, head=head).sum()).backward()
@@ -36,6 +39,7 @@ def test_data_head_equals_full_softmax_before_and_after_training():
         trained = reply_log_probs(model, ids, mask, head=head).detach()
         assert not torch.allclose(trained, ref, atol=1e-3)  # it learned something
     # on exit every unseen row carries the trained shared row: the saved model is the trained one
+    assert embedding.weight.requires_grad and "forward" not in vars(embedding)
     assert torch.allclose(plain_log_probs(model, ids, mask), trained, atol=1e-5)
     unseen = sorted(set(range(512)) - set(ids.flatten().tolist()))
     w = model.lm_head.weight
