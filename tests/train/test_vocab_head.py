@@ -54,3 +54,11 @@ def test_data_head_rejects_bad_ids():
     with pytest.raises(ValueError, match="nothing to share"):
         with shared_tail_rows(model, range(64)):
             pass
+
+
+def test_data_head_needs_tied_embeddings():
+    model = tiny_qwen(vocab=64)
+    model.lm_head.weight = torch.nn.Parameter(model.lm_head.weight.detach().clone())  # untied
+    with pytest.raises(ValueError, match="tied input and output embeddings"):
+        with shared_tail_rows(model, [1, 2, 3]):
+            pass
