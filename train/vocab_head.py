@@ -83,9 +83,10 @@ def shared_tail_rows(model: nn.Module, token_ids: Iterable[int]) -> Iterator[Dat
     if embedding.weight is not weight:
         raise ValueError("shared_tail_rows needs tied input and output embeddings")
     shared = int(unseen.nonzero()[0])  # the one row that is trained for all of them
+    keep, unseen = keep.to(weight.device), unseen.to(weight.device)
     with torch.no_grad():
-        weight[unseen.to(weight.device)] = weight[unseen.to(weight.device)].mean(0)
-    data_head = DataVocabHead(weight, keep.to(weight.device), shared, n_shared).to(weight.device)
+        weight[unseen] = weight[unseen].mean(0)
+    data_head = DataVocabHead(weight, keep, shared, n_shared).to(weight.device)
     requires_grad = weight.requires_grad
     weight.requires_grad_(False)
     embedding.forward = data_head.embed  # an instance attribute: `del` restores the class's
@@ -96,5 +97,5 @@ def shared_tail_rows(model: nn.Module, token_ids: Iterable[int]) -> Iterator[Dat
         weight.requires_grad_(requires_grad)
         with torch.no_grad():
             rows = data_head.weight.detach().to(weight.dtype)
-            weight[keep.to(weight.device)] = rows[:-1]
-            weight[unseen.to(weight.device)] = rows[-1]
+            weight[keep] = rows[:-1]
+            weight[unseen] = rows[-1]
