@@ -1,7 +1,7 @@
 """The tool environment: tools and their schemas, budgets, the end of an episode, and the
 reward (the hidden check on a fresh copy with the agent's changes).
 
-    from envs import EnvConfig, ToolCall, episode_env
+    from fixrl.envs import EnvConfig, ToolCall, episode_env
     with episode_env(task, EnvConfig(rename=True, max_edits=1), suite) as env:
         messages, tools = env.reset()          # system + issue; OpenAI-format tool schemas
         env.step(ToolCall("read", {"path": "pkg/core.py"}))
@@ -11,9 +11,9 @@ reward (the hidden check on a fresh copy with the agent's changes).
 The harness builds `ToolEnv(task, sandbox, config, suite=...)` over a pooled sandbox itself;
 `envs.scripted` has the oracle / blind / random plans; `envs.tools.register_tool` adds tools.
 """
-from envs.env import EnvConfig, ToolEnv, episode_env
-from envs.tools import Tool, ToolError, register_tool
-from envs.types import EpisodeInfo, ExitStatus, Malformed, Outcome, StepResult, ToolCall
+from fixrl.envs.env import EnvConfig, ToolEnv, episode_env
+from fixrl.envs.tools import Tool, ToolError, register_tool
+from fixrl.envs.types import EpisodeInfo, ExitStatus, Malformed, Outcome, StepResult, ToolCall
 
 __all__ = ["EnvConfig", "ToolEnv", "episode_env", "Tool", "ToolError", "register_tool",
            "EpisodeInfo", "ExitStatus", "Malformed", "Outcome", "StepResult", "ToolCall"]

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.schema import Task
+from fixrl.tasks.schema import Task
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Reference:
 
     def added_text(self) -> str:
         """Every line the fix adds, joined (constructs a legitimate fix uses)."""
-        from envs.changes import added_text
+        from fixrl.envs.changes import added_text
 
         return "\n".join(added_text(self.buggy.get(p, ""), t or "") for p, t in self.fixed.items())
 
@@ -54,7 +54,7 @@ def reference(task: Task) -> Reference | None:
     with _LOCK:
         if key in _CACHE:
             return _CACHE[key]
-    import tasks
+    from fixrl import tasks
 
     with tempfile.TemporaryDirectory(prefix="fixrl-ref-") as tmp:
         b = _read_tree(tasks.materialize(task, Path(tmp) / "buggy", "buggy"))

@@ -20,11 +20,11 @@ import random
 import re
 from typing import TYPE_CHECKING, Protocol
 
-from envs.types import ToolCall
+from fixrl.envs.types import ToolCall
 
 if TYPE_CHECKING:  # pragma: no cover
-    from envs.env import ToolEnv
-    from tasks.schema import FamilyEdit, Task
+    from fixrl.envs.env import ToolEnv
+    from fixrl.tasks.schema import FamilyEdit, Task
 
 
 class Plan(Protocol):
@@ -49,7 +49,7 @@ def _edit_call(path: str, source: str, old: str, new: str, usual: "FamilyEdit | 
     """An edit call: the family's usual snippet when it makes exactly this change (every fix of
     a family then reads alike), else the smallest unique snippet (`min` -> `max`, not the whole
     line): what a careful agent types, and far less for a small model to copy than a line."""
-    from envs.reference import shrink_edit
+    from fixrl.envs.reference import shrink_edit
 
     if usual is not None and source.count(usual.old) == 1 and \
             source.replace(usual.old, usual.new, 1) == source.replace(old, new, 1):
@@ -61,7 +61,7 @@ def _task_file(task: "Task", env: "ToolEnv") -> str | None:
     if task.file:
         return task.file
     if task.fix:
-        from envs.reference import reference
+        from fixrl.envs.reference import reference
 
         ref = reference(task)
         if ref and ref.buggy:
@@ -78,7 +78,7 @@ class OraclePlan:
         self.edit_tries = 0
 
     def _targets(self) -> dict[str, str]:
-        from envs.reference import reference
+        from fixrl.envs.reference import reference
 
         ref = reference(self.task)
         if ref is None:
@@ -104,7 +104,7 @@ class OraclePlan:
         return _submit(task, task.answer if task.kind == "question" else None)
 
     def _next_edit(self) -> ToolCall | None:
-        from envs.reference import next_edit
+        from fixrl.envs.reference import next_edit
 
         env = self.env
         if "edit" not in env.tools or env.edits_left == 0 or self.edit_tries > 20:
@@ -125,7 +125,7 @@ def oracle_plan(task: "Task", env: "ToolEnv", run_tests: bool = True) -> OracleP
 def suite_families(env: "ToolEnv") -> list[str]:
     fams = list(getattr(env.suite, "families", None) or [])
     if not fams:
-        from tasks.mutate import OPERATORS
+        from fixrl.tasks.mutate import OPERATORS
 
         fams = sorted(OPERATORS)
     return fams
@@ -148,8 +148,8 @@ class BlindPlan:
         return call if call is not None else _submit(self.task)
 
     def _edit(self) -> ToolCall | None:
-        from envs.reference import next_edit
-        from tasks.mutate import repair
+        from fixrl.envs.reference import next_edit
+        from fixrl.tasks.mutate import repair
 
         env, path, fn = self.env, _task_file(self.task, self.env), self.env.function_name
         if not path or not fn:
@@ -168,7 +168,7 @@ class BlindPlan:
                 return _edit_call(path, source, *step)
         # The family's repair has no site here: the family's usual fix typed blind (refused
         # when its text is not in the file), else a harmless wrong edit (a blind agent edits).
-        from tasks.mutate import GUESSES
+        from fixrl.tasks.mutate import GUESSES
 
         if self.family in GUESSES:
             old, new = GUESSES[self.family]

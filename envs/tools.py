@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:  # pragma: no cover
-    from envs.env import ToolEnv
+    from fixrl.envs.env import ToolEnv
 
 DEFAULT_TOOLS = ["read", "test", "edit", "submit"]
 
@@ -123,7 +123,7 @@ def resolve_path(env: "ToolEnv", path: str, *, kind: str = "file") -> str:
     return it relative to the workspace. Refuses anything that resolves outside, following
     symlinks. `kind`: "file" (must be a regular file), "dir", "any" (file or dir), "new" (may not exist).
     Costs one exec in the sandbox."""
-    from sandbox.base import WORKDIR
+    from fixrl.sandbox.base import WORKDIR
 
     p = path.strip()
     if not p:

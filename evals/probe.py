@@ -167,7 +167,7 @@ def run_probe(policy: Any, suite: Any, split: str = "train", k: int = 4, group_s
               tries: int = 16, needed: int = 4, *, backend: str = "local", seed: int = 0,
               progress: bool = True, out: Any = None, **eval_kwargs: Any) -> ProbeResult:
     """k episodes per task (the same batched loop as `evaluate`), then `probe_stats`."""
-    from evals.run import EvalError, evaluate
+    from fixrl.evals.run import EvalError, evaluate
 
     if k < 1:
         raise EvalError(f"-k must be >= 1 attempts per task, got {k}")
@@ -184,7 +184,7 @@ def probe_result(result: Any, group_size: int = 6, tries: int = 16,
                  needed: int = 4) -> ProbeResult:
     """The probe's figures from an eval result (`evals.run.EvalResult`): its n episodes per task
     are the k attempts. Errored episodes are left out of each task's attempts."""
-    from evals.run import EvalError
+    from fixrl.evals.run import EvalError
 
     k = result.n
     kept = [t for t in result.tasks if t.scored > 0]

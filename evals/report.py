@@ -285,7 +285,7 @@ def report(path: Path, out: Path | None = None) -> Path:
         # The trainer's held-out evaluations (evals/step_N/results.json): the last one per task.
         evals = sorted((path / "evals").glob("*/results.json")) if (path / "evals").is_dir() else []
         if evals:
-            from evals.run import EvalError, EvalResult
+            from fixrl.evals.run import EvalError, EvalResult
 
             try:
                 last = EvalResult.load(evals[-1])
@@ -295,7 +295,7 @@ def report(path: Path, out: Path | None = None) -> Path:
             except EvalError as e:
                 text += f"\n(last held-out evaluation unreadable: {e})\n"
     elif (path / "results.json").is_file():
-        from evals.run import EvalResult
+        from fixrl.evals.run import EvalResult
 
         result = EvalResult.load(path)
         png = plot_eval(result.to_dict(), out_dir)

@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evals.passk import Interval, bootstrap_mean, paired_bootstrap, pass_at_k, verdict
-from evals.stats import behaviour_stats, format_stat, is_error, is_pass
+from fixrl.evals.passk import Interval, bootstrap_mean, paired_bootstrap, pass_at_k, verdict
+from fixrl.evals.stats import behaviour_stats, format_stat, is_error, is_pass
 
 RESULTS_FORMAT = 1
 SCRIPTED = ("oracle", "blind", "random")
@@ -296,7 +296,7 @@ def load_eval_policy(model: str | Path | None = None, adapter: str | Path | None
                      seed: int = 0, **sampling: Any) -> tuple[Any, dict[str, Any]]:
     """Check the arguments, then `harness.policies.load_policy`; returns (policy, description)."""
     check_policy_args(model, adapter, policy)
-    from harness.policies import load_policy
+    from fixrl.harness.policies import load_policy
 
     if greedy:
         temperature = 0.0  # HFPolicy treats temperature 0 as greedy decoding
@@ -328,7 +328,7 @@ def load_split(suite: Any, split: str,
                task_ids: Sequence[str] | None = None) -> tuple[Any, list[Any]]:
     """(Suite, its tasks in `split`, optionally only `task_ids`); clear errors for a missing
     suite, an empty split or an unknown task id."""
-    import tasks as tasks_pkg
+    from fixrl import tasks as tasks_pkg
 
     if not hasattr(suite, "split"):
         path = Path(suite)
@@ -393,9 +393,9 @@ def evaluate(policy: Any, suite: Any, split: str = "heldout", n: int = 8,
     samples as it was built. out: directory for results.json, results.md and trajectories.
     task_ids: only these tasks of the split (in this order).
     """
-    from envs import EnvConfig
-    from harness.rollout import run_episodes
-    from sandbox import SandboxPool
+    from fixrl.envs import EnvConfig
+    from fixrl.harness.rollout import run_episodes
+    from fixrl.sandbox import SandboxPool
 
     ks = check_ks(n, ks)
     suite, chosen = load_split(suite, split, task_ids)
@@ -445,7 +445,7 @@ def save_trajectories_gz(trajs: Sequence[Any], path: Path) -> Path:
 
 
 def load_trajectories_gz(path: Path) -> list[Any]:
-    from harness.trajectory import Trajectory
+    from fixrl.harness.trajectory import Trajectory
 
     with gzip.open(path, "rt", encoding="utf-8") as f:
         return [Trajectory.from_dict(json.loads(line)) for line in f if line.strip()]

@@ -40,13 +40,13 @@ def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, back
     check sandboxes with pytest imported, are started before the clock starts: a training run
     keeps one pool for all its steps, so start-up is not part of the loop's throughput
     (`fixrl bench sandbox` measures it)."""
-    from envs import EnvConfig
-    from harness.rollout import run_episodes
-    from sandbox import SandboxPool
-    from tasks.check import PRELUDE
+    from fixrl.envs import EnvConfig
+    from fixrl.harness.rollout import run_episodes
+    from fixrl.sandbox import SandboxPool
+    from fixrl.tasks.check import PRELUDE
 
     config = EnvConfig(max_turns=turns, max_malformed=turns)
-    from harness.policies import TimedPolicy
+    from fixrl.harness.policies import TimedPolicy
 
     timed = TimedPolicy(policy)
     reused = getattr(policy, "reused_tokens", 0)
@@ -77,10 +77,10 @@ def run(args) -> int:
     import tempfile
     from pathlib import Path
 
-    import tasks as tasks_pkg
-    from harness.cli import UserError
-    from harness.policies.hf import HFPolicy
-    from harness.tiny import cache_dir, init_tiny, make_tiny_suite
+    from fixrl import tasks as tasks_pkg
+    from fixrl.harness.cli import UserError
+    from fixrl.harness.policies.hf import HFPolicy
+    from fixrl.harness.tiny import cache_dir, init_tiny, make_tiny_suite
 
     if min(args.episodes, args.batch, args.turns, args.max_new_tokens, args.repeats) < 1:
         raise UserError("--episodes, --batch, --turns, --max-new-tokens and --repeats must be >= 1")

@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from envs.types import Malformed, ToolCall
+from fixrl.envs.types import Malformed, ToolCall
 
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"

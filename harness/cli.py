@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        module = importlib.import_module(f"harness.commands.{name}")
+        module = importlib.import_module(f"fixrl.harness.commands.{name}")
         module.register(sub)
     return parser
 

@@ -167,7 +167,7 @@ class DemoConfig:
 
 def _write_jsonl(path: Path, trajs: list[Any]) -> None:
     """Trajectories as JSON lines, whole or not at all (a killed run redoes the file)."""
-    from harness.transcript import save_jsonl
+    from fixrl.harness.transcript import save_jsonl
 
     save_jsonl(trajs, path.with_suffix(".partial")).rename(path)
 
@@ -203,23 +203,23 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     from rich.console import Console
     from rich.table import Table
 
-    import tasks as tasks_pkg
-    from envs import EnvConfig
-    from evals.probe import run_probe
-    from evals.read_use import read_use
-    from evals.report import report
-    from evals.run import EvalResult, compare, evaluate
-    from harness.chat import tool_choice_span
-    from harness.policies import ScriptedPolicy
-    from harness.policies.hf import HFPolicy
-    from harness.rollout import run_episodes
-    from harness.transcript import load_jsonl
-    from harness.tiny import init_tiny
-    from sandbox import SandboxPool
-    from train.config import make_config
-    from train.grpo import run_grpo
-    from train.sft import SFTConfig, run_sft
-    from tasks.suites import GYM_SUITE
+    from fixrl import tasks as tasks_pkg
+    from fixrl.envs import EnvConfig
+    from fixrl.evals.probe import run_probe
+    from fixrl.evals.read_use import read_use
+    from fixrl.evals.report import report
+    from fixrl.evals.run import EvalResult, compare, evaluate
+    from fixrl.harness.chat import tool_choice_span
+    from fixrl.harness.policies import ScriptedPolicy
+    from fixrl.harness.policies.hf import HFPolicy
+    from fixrl.harness.rollout import run_episodes
+    from fixrl.harness.transcript import load_jsonl
+    from fixrl.harness.tiny import init_tiny
+    from fixrl.sandbox import SandboxPool
+    from fixrl.train.config import make_config
+    from fixrl.train.grpo import run_grpo
+    from fixrl.train.sft import SFTConfig, run_sft
+    from fixrl.tasks.suites import GYM_SUITE
 
     from transformers.utils import logging as hf_logging
 
@@ -280,7 +280,7 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     if cfg.excerpt_copies and cfg.sft_excerpt_epochs and not excerpt_file.exists():
         from transformers import AutoTokenizer
 
-        from harness.excerpts import excerpts
+        from fixrl.harness.excerpts import excerpts
 
         trajs = load_jsonl(informed)
         cuts = excerpts(trajs, AutoTokenizer.from_pretrained(model), cfg.excerpt_copies, cfg.excerpt_lines, cfg.seed + 9)
@@ -289,7 +289,7 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     if cfg.path_copies and not path_file.exists():
         from transformers import AutoTokenizer
 
-        from harness.excerpts import path_excerpts
+        from fixrl.harness.excerpts import path_excerpts
 
         trajs = load_jsonl(demos)
         cuts = path_excerpts(trajs, AutoTokenizer.from_pretrained(model), cfg.path_copies, cfg.seed + 11)

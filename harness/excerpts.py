@@ -30,9 +30,9 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from harness.chat import parse_tool_calls
-from harness.trajectory import Trajectory
-from envs.types import ToolCall
+from fixrl.harness.chat import parse_tool_calls
+from fixrl.harness.trajectory import Trajectory
+from fixrl.envs.types import ToolCall
 
 _WORD = re.compile(r"\b[a-z]{4,}\b")
 

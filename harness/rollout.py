@@ -48,10 +48,10 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Callable
 
-from envs.types import Malformed
-from harness.chat import END_OF_TURN, encode, end_of_turn_id, parse_tool_calls, render
-from harness.policies import GenRequest, Generation, Policy
-from harness.trajectory import Trajectory
+from fixrl.envs.types import Malformed
+from fixrl.harness.chat import END_OF_TURN, encode, end_of_turn_id, parse_tool_calls, render
+from fixrl.harness.policies import GenRequest, Generation, Policy
+from fixrl.harness.trajectory import Trajectory
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +120,8 @@ class _Loop:
     # -------------------------------------------------------------- work on the thread pool
 
     def start(self, ep: _Episode) -> tuple[list[dict], list[dict]]:
-        import tasks
-        from envs import ToolEnv
+        from fixrl import tasks
+        from fixrl.envs import ToolEnv
 
         ws = tasks.materialize(ep.task, self.tmp / f"ep{ep.index}", "buggy", cache=True)
         sb = ep.stack.enter_context(self.pool.acquire(ws, image=ep.task.image))
@@ -138,7 +138,7 @@ class _Loop:
 
     @staticmethod
     def finish(ep: _Episode, status: str | None) -> tuple[float, Any]:
-        from sandbox import SandboxError
+        from fixrl.sandbox import SandboxError
 
         try:
             if status is not None:
@@ -253,7 +253,7 @@ def _close(ep: _Episode, exc: BaseException | None) -> None:
 
 
 def _error_info(ep: _Episode) -> dict[str, Any]:
-    from envs.types import EpisodeInfo
+    from fixrl.envs.types import EpisodeInfo
 
     info = ep.env.info if ep.env is not None and getattr(ep.env, "info", None) is not None \
         else EpisodeInfo(task_id=ep.task.id)
@@ -275,7 +275,7 @@ def run_episodes(policy: Policy, tasks: list[Any], n: int, *, suite: Any, pool: 
     unsampled `<|im_end|>`). Errored episodes have `info["outcome"] == "error"`.
     `progress(traj)` is called (in the caller's thread) as each episode finishes.
     """
-    from sandbox import SandboxError
+    from fixrl.sandbox import SandboxError
 
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.trajectory import Trajectory
+from fixrl.harness.trajectory import Trajectory
 
 
 def _clip(text: str, max_lines: int) -> str:

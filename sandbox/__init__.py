@@ -1,6 +1,6 @@
 """Isolation backends: where every tool call and every check runs.
 
-    from sandbox import open_sandbox, SandboxPool
+    from fixrl.sandbox import open_sandbox, SandboxPool
     with open_sandbox(Path("repo"), backend="docker") as sb:
         sb.exec("python -m pytest -q", timeout=60)
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sandbox.base import WORKDIR, ExecResult, Limits, Sandbox, SandboxError
-from sandbox.pool import SandboxPool
+from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, Sandbox, SandboxError
+from fixrl.sandbox.pool import SandboxPool
 
 DEFAULT_IMAGE = "fixrl-sandbox:base"
 """The base image: Debian bookworm minbase with python3 and pytest (`fixrl sandbox build-image`)."""
@@ -27,11 +27,11 @@ def open_sandbox(workspace: Path, backend: str = "local", image: str | None = No
     """A new sandbox holding a copy of `workspace` at WORKDIR. `image` is for Docker only
     (default DEFAULT_IMAGE). Raises SandboxError with what to do when it cannot start."""
     if backend == "local":
-        from sandbox.local import LocalSandbox
+        from fixrl.sandbox.local import LocalSandbox
 
         return LocalSandbox(Path(workspace), limits)
     if backend == "docker":
-        from sandbox.docker import DockerSandbox
+        from fixrl.sandbox.docker import DockerSandbox
 
         return DockerSandbox(Path(workspace), image=image or DEFAULT_IMAGE, limits=limits)
     raise ValueError(f"unknown sandbox backend {backend!r}: use one of {', '.join(BACKENDS)}")

@@ -50,7 +50,7 @@ def measure(backend: str = "docker", n: int = 200, files: int = 50, image: str |
     import time
     from pathlib import Path
 
-    from sandbox import DEFAULT_IMAGE, open_sandbox
+    from fixrl.sandbox import DEFAULT_IMAGE, open_sandbox
 
     image = image or DEFAULT_IMAGE
     res: dict = {"backend": backend, "n": n, "files": files}
@@ -104,7 +104,7 @@ def measure(backend: str = "docker", n: int = 200, files: int = 50, image: str |
                     cli = _timed(lambda: subprocess.run(["docker", "exec", cid, "true"],
                                                         capture_output=True, check=True), k)
                     res["docker_exec_cli_p50_ms"] = _pct(cli, 0.5)
-                    from sandbox.docker import client
+                    from fixrl.sandbox.docker import client
 
                     api = client().api
 
@@ -133,8 +133,8 @@ def _docker_ok() -> bool:
 def run(args) -> int:
     import json
 
-    from harness.cli import UserError
-    from sandbox import SandboxError
+    from fixrl.harness.cli import UserError
+    from fixrl.sandbox import SandboxError
 
     try:
         res = measure(args.backend, n=args.n, files=args.files, image=args.image)

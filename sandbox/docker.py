@@ -35,9 +35,9 @@ import threading
 import uuid
 from pathlib import Path
 
-from sandbox import server
-from sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
-from sandbox.workspace import Pristine, changed_candidates, diff_contents, plan_restore, read_tree
+from fixrl.sandbox import server
+from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
+from fixrl.sandbox.workspace import Pristine, changed_candidates, diff_contents, plan_restore, read_tree
 
 log = logging.getLogger(__name__)
 

@@ -41,9 +41,9 @@ import threading
 import time
 from pathlib import Path
 
-from sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
-from sandbox.local import LocalSandbox, _limit_prefix, bwrap_args
-from sandbox.server import _Capped
+from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
+from fixrl.sandbox.local import LocalSandbox, _limit_prefix, bwrap_args
+from fixrl.sandbox.server import _Capped
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import time
 
-from sandbox.base import SandboxError
+from fixrl.sandbox.base import SandboxError
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +20,7 @@ SUITE = "bookworm"
 def image_exists(tag: str) -> bool:
     import docker.errors
 
-    from sandbox.docker import client
+    from fixrl.sandbox.docker import client
 
     try:
         client().images.get(tag)
@@ -33,7 +33,7 @@ def build_image(tag: str, force: bool = False, mirror: str | None = None,
                 packages: tuple[str, ...] = PACKAGES) -> bool:
     """Build `tag` unless it exists (or `force`). Returns True when it built one.
     Raises SandboxError with what to do when a tool or the daemon is missing."""
-    from sandbox.docker import client
+    from fixrl.sandbox.docker import client
 
     c = client()  # a clear error first if the daemon is not there
     if not force and image_exists(tag):
@@ -72,7 +72,7 @@ def verify_image(tag: str) -> str:
     """Run `python -m pytest --version` in a sandbox of the image; returns its output."""
     import pathlib
 
-    from sandbox.docker import DockerSandbox
+    from fixrl.sandbox.docker import DockerSandbox
 
     with tempfile.TemporaryDirectory() as ws, DockerSandbox(pathlib.Path(ws), image=tag) as sb:
         r = sb.exec("python --version && python -m pytest --version", timeout=60)

@@ -48,9 +48,9 @@ import threading
 import time
 from pathlib import Path
 
-from sandbox import server
-from sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
-from sandbox.workspace import Pristine, changed_candidates, diff_contents, plan_restore, read_tree
+from fixrl.sandbox import server
+from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
+from fixrl.sandbox.workspace import Pristine, changed_candidates, diff_contents, plan_restore, read_tree
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import ContextManager, Iterator
 
-from sandbox.base import Limits, Sandbox, SandboxError
+from fixrl.sandbox.base import Limits, Sandbox, SandboxError
 
 log = logging.getLogger(__name__)
 
@@ -94,10 +94,10 @@ class SandboxPool:
         """Sandboxes discarded after a SandboxError."""
 
     def _open(self, workspace: Path, image: str | None) -> Sandbox:
-        from sandbox import open_sandbox
+        from fixrl.sandbox import open_sandbox
 
         if self.forking:
-            from sandbox.forking import ForkingSandbox
+            from fixrl.sandbox.forking import ForkingSandbox
 
             sb = ForkingSandbox(workspace, self.limits)
         else:
@@ -166,7 +166,7 @@ class SandboxPool:
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
         if self.backend != "local":
-            from sandbox import open_sandbox
+            from fixrl.sandbox import open_sandbox
 
             return open_sandbox(Path(workspace), backend=self.backend, image=image or self.image,
                                 limits=self.limits)

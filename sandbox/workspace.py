@@ -11,7 +11,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox.base import SandboxError
+from fixrl.sandbox.base import SandboxError
 
 IGNORED_PARTS = ("__pycache__", ".pytest_cache")
 """Cache directories that `changed_files` does not report (restore still removes them)."""

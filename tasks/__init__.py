@@ -1,15 +1,15 @@
 """Tasks: the format users author, loading, materialising, the hidden check, validation,
 scaffolding and SWE-bench interop (the mutation generator lives in tasks.generate).
 
-    from tasks import load_suite, materialize, run_check
+    from fixrl.tasks import load_suite, materialize, run_check
     suite = load_suite(Path("my-suite"))
     materialize(suite.tasks[0], Path("/tmp/repo"), "buggy")
 """
-from tasks.check import CheckResult, run_check
-from tasks.loader import TaskError, load_suite, load_task
-from tasks.materialize import is_test_path, materialize, run_setup
-from tasks.schema import Check, GitRepo, Limits, Suite, Task
-from tasks.validate import ValidationResult, validate_suite, validate_task
+from fixrl.tasks.check import CheckResult, run_check
+from fixrl.tasks.loader import TaskError, load_suite, load_task
+from fixrl.tasks.materialize import is_test_path, materialize, run_setup
+from fixrl.tasks.schema import Check, GitRepo, Limits, Suite, Task
+from fixrl.tasks.validate import ValidationResult, validate_suite, validate_task
 
 __all__ = ["Task", "Suite", "Check", "GitRepo", "Limits", "TaskError", "load_suite", "load_task",
            "materialize", "run_setup", "is_test_path", "run_check", "CheckResult", "validate_suite",

@@ -51,8 +51,8 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from sandbox.base import ExecResult, Sandbox
-    from tasks.schema import Task
+    from fixrl.sandbox.base import ExecResult, Sandbox
+    from fixrl.tasks.schema import Task
 
 ANSWER_FILE = "/tmp/fixrl_answer.txt"
 ANSWER_ENV = "FIXRL_ANSWER"
@@ -542,7 +542,7 @@ def clear_check_paths(task: "Task", root: Path) -> None:
 def _write_check_files(task: "Task", sb: "Sandbox", paths_cleared: bool = False) -> None:
     if not task.check.files:
         return
-    from tasks.loader import field_text
+    from fixrl.tasks.loader import field_text
 
     if not paths_cleared:
         # Whatever sits at those paths (a file the agent made, a symlink, a directory) goes first,
@@ -568,7 +568,7 @@ def run_check(task: "Task", sb: "Sandbox", answer: str | None = None, *,
     paths_cleared: the caller loaded `sb` from a directory it passed to `clear_check_paths`
     (and ran no setup since), so nothing needs removing first.
     """
-    from sandbox.base import SandboxError
+    from fixrl.sandbox.base import SandboxError
 
     start = time.monotonic()
     try:
@@ -659,7 +659,7 @@ def _fork_env(parsed: PytestCommand, answer: str | None) -> dict[str, str] | Non
 
 
 def _run_forked(task: "Task", sb: PythonForker, parsed: PytestCommand, env: dict[str, str]) -> CheckResult:
-    from sandbox.forking import ZygoteDied
+    from fixrl.sandbox.forking import ZygoteDied
 
     check = task.check
     key = secrets.token_bytes(32)

@@ -46,8 +46,8 @@ from pathlib import Path
 
 import yaml
 
-from tasks.issue_text import Failure, Symptom, symptom, write_issue
-from tasks.mutate import OPERATORS, Mutant, list_functions, mutants
+from fixrl.tasks.issue_text import Failure, Symptom, symptom, write_issue
+from fixrl.tasks.mutate import OPERATORS, Mutant, list_functions, mutants
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +196,7 @@ class GenerateReport:
 
 def _is_test_path(path: str) -> bool:
     try:
-        from tasks import is_test_path  # the tasks engineer's rule, when present
+        from fixrl.tasks import is_test_path  # the tasks engineer's rule, when present
 
         return is_test_path(path)
     except ImportError:
@@ -245,7 +245,7 @@ _DROP_ARGS = {"-x", "--exitfirst", "--lf", "--last-failed", "--ff", "--failed-fi
 
 
 def _pytest_parts(test_cmd: str):
-    from tasks.check import parse_pytest_command
+    from fixrl.tasks.check import parse_pytest_command
 
     parsed = parse_pytest_command(test_cmd)
     if parsed is None:
@@ -419,7 +419,7 @@ def generate(repo: Path, test_cmd: str, out: Path, max_tasks: int | None = None,
     report = GenerateReport(given[0], given[1], test_cmd, seed)
     report.per_op = {op: OpStats() for op in (ops or OPERATORS)}
 
-    from sandbox import SandboxError, SandboxPool
+    from fixrl.sandbox import SandboxError, SandboxPool
 
     with tempfile.TemporaryDirectory(prefix="fixrl-gen-") as tmp:
         work = Path(tmp) / "repo"
@@ -728,9 +728,9 @@ def _remove_task(out: Path, tid: str) -> None:
 def _validate(out: Path, ids: list[str], backend: str, workers: int, repeats: int) -> dict[str, tuple[bool, str]]:
     """task id -> (valid, why not), by `tasks.validate` (check fails on the bug, passes with the
     fix, the same verdict on every repeat, the public tests run)."""
-    from tasks.loader import load_suite_config, load_task
-    from tasks.schema import Suite
-    from tasks.validate import validate_suite
+    from fixrl.tasks.loader import load_suite_config, load_task
+    from fixrl.tasks.schema import Suite
+    from fixrl.tasks.validate import validate_suite
 
     config = load_suite_config(out)
     loaded = []
@@ -805,7 +805,7 @@ def print_report(report: GenerateReport, console=None) -> None:
 def main(args) -> int:
     """Entry point for `fixrl tasks generate` (args: repo, test_cmd, out, max, seed, backend,
     heldout_frac; optional: workers, json)."""
-    from harness.cli import UserError
+    from fixrl.harness.cli import UserError
 
     try:
         report = generate(Path(args.repo), args.test_cmd, Path(args.out), max_tasks=args.max, seed=args.seed,

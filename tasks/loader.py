@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from tasks.schema import Check, GitRepo, Limits, Suite, SuiteConfig, Task
+from fixrl.tasks.schema import Check, GitRepo, Limits, Suite, SuiteConfig, Task
 
 
 class TaskError(ValueError):

@@ -19,11 +19,11 @@ import weakref
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
-from tasks.loader import TaskError, field_text, repo_path
-from tasks.schema import GitRepo, Task
+from fixrl.tasks.loader import TaskError, field_text, repo_path
+from fixrl.tasks.schema import GitRepo, Task
 
 if TYPE_CHECKING:
-    from sandbox.base import ExecResult, Sandbox
+    from fixrl.sandbox.base import ExecResult, Sandbox
 
 State = Literal["clean", "buggy", "fixed"]
 

@@ -93,7 +93,7 @@ class Check(_Strict):
 
     @model_validator(mode="after")
     def _tests_need_pytest(self) -> "Check":
-        from tasks.check import parse_pytest_command
+        from fixrl.tasks.check import parse_pytest_command
 
         if self.tests and parse_pytest_command(self.command) is None:
             raise ValueError(
@@ -104,7 +104,7 @@ class Check(_Strict):
 
     @property
     def is_pytest(self) -> bool:
-        from tasks.check import parse_pytest_command
+        from fixrl.tasks.check import parse_pytest_command
 
         return parse_pytest_command(self.command) is not None
 

@@ -29,9 +29,9 @@ from typing import Any
 
 import yaml
 
-from tasks.loader import TaskError, load_suite, repo_path
-from tasks.materialize import apply_patch, changed_paths, diff_files, materialize
-from tasks.schema import GitRepo, Suite, Task
+from fixrl.tasks.loader import TaskError, load_suite, repo_path
+from fixrl.tasks.materialize import apply_patch, changed_paths, diff_files, materialize
+from fixrl.tasks.schema import GitRepo, Suite, Task
 
 REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement",
             "FAIL_TO_PASS", "PASS_TO_PASS")

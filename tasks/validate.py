@@ -19,13 +19,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from tasks.check import CheckResult, parse_pytest_command, run_check
-from tasks.loader import TaskError, field_text, load_suite_lenient
-from tasks.materialize import materialize, run_setup
-from tasks.schema import Suite, Task
+from fixrl.tasks.check import CheckResult, parse_pytest_command, run_check
+from fixrl.tasks.loader import TaskError, field_text, load_suite_lenient
+from fixrl.tasks.materialize import materialize, run_setup
+from fixrl.tasks.schema import Suite, Task
 
 if TYPE_CHECKING:
-    from sandbox.pool import SandboxPool
+    from fixrl.sandbox.pool import SandboxPool
 
 _PYTEST_EXIT = {2: "interrupted (collection errors?)", 3: "internal error", 4: "usage error",
                 5: "no tests collected"}
@@ -76,7 +76,7 @@ def _public_tests(task: Task, sb) -> str | None:
 def _judge(task: Task, pool: "SandboxPool", run: _Run, repeats: int,
            public: bool) -> tuple[list[CheckResult], list[str]]:
     """Run the check `repeats` times on one state: (results, problems). Raises SandboxError."""
-    from sandbox.base import SandboxError
+    from fixrl.sandbox.base import SandboxError
 
     results: list[CheckResult] = []
     problems: list[str] = []
@@ -104,7 +104,7 @@ def _judge(task: Task, pool: "SandboxPool", run: _Run, repeats: int,
 def _judge_retrying(task: Task, pool: "SandboxPool", run: _Run, repeats: int, public: bool,
                     reasons: list[str]) -> list[CheckResult]:
     """`_judge`, once more on a fresh sandbox if the sandbox itself failed."""
-    from sandbox.base import SandboxError
+    from fixrl.sandbox.base import SandboxError
 
     last: Exception | None = None
     for _ in range(2):
@@ -194,7 +194,7 @@ def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2
                    progress: Callable[[ValidationResult], None] | None = None) -> list[ValidationResult]:
     """Validate every task of a suite (a Suite, or a path: then bad task files are results too,
     one per file), `jobs` tasks at a time in a pool of as many sandboxes."""
-    from sandbox.pool import SandboxPool
+    from fixrl.sandbox.pool import SandboxPool
 
     results: list[ValidationResult] = []
     if isinstance(suite, Suite):

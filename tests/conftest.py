@@ -32,7 +32,7 @@ def docker_available() -> bool:
 
 @pytest.fixture(scope="session")
 def builtin_suite() -> Path:
-    from tasks.suites import BUILTIN_SUITE
+    from fixrl.tasks.suites import BUILTIN_SUITE
 
     return BUILTIN_SUITE
 
@@ -40,7 +40,7 @@ def builtin_suite() -> Path:
 @pytest.fixture(scope="session")
 def tiny_model() -> Path:
     """A tiny Qwen2-architecture checkpoint with Qwen2.5's tokenizer, made by `fixrl init-tiny`."""
-    from harness.tiny import init_tiny
+    from fixrl.harness.tiny import init_tiny
 
     path = CACHE / "tiny-qwen2"
     if not (path / "config.json").exists():

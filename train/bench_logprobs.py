@@ -112,7 +112,7 @@ def _worker(args) -> dict:
     from peft import LoraConfig, get_peft_model
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from train.logprobs import head_log_probs, plain_log_probs, reply_log_probs, split_causal_lm
+    from fixrl.train.logprobs import head_log_probs, plain_log_probs, reply_log_probs, split_causal_lm
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -176,7 +176,7 @@ def _worker(args) -> dict:
 # ----------------------------------------------------------------------------- driver side
 def _measure(name: str, args) -> dict:
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072")
-    cmd = [sys.executable, "-m", "train.bench_logprobs", "--worker", name, "--layers", str(args.layers),
+    cmd = [sys.executable, "-m", "fixrl.train.bench_logprobs", "--worker", name, "--layers", str(args.layers),
            "--tokens", str(args.tokens), "--reply-tokens", str(args.reply_tokens), "--turns", str(args.turns),
            "--prompt-tokens", str(args.prompt_tokens), "--chunk-size", str(args.chunk_size),
            "--threads", str(args.threads)]
@@ -191,7 +191,7 @@ def _measure(name: str, args) -> dict:
 
 
 def _check_memory(args) -> None:
-    from harness.cli import UserError
+    from fixrl.harness.cli import UserError
 
     need = 4 * args.tokens * VOCAB * 4 / 2**30 + 2  # the naive head: ~4 live [T, V] float32 tensors
     try:
@@ -207,7 +207,7 @@ def run(args) -> int:
     if args.worker:
         print(json.dumps(_worker(args)))
         return 0
-    from harness.cli import UserError
+    from fixrl.harness.cli import UserError
 
     try:
         spans = layout(args.tokens, args.reply_tokens, args.turns, args.prompt_tokens)

@@ -41,7 +41,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
-from train.config import GRPOConfig
+from fixrl.train.config import GRPOConfig
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ def rollout_metrics(batch: Any, G: int) -> dict[str, Any]:
 
 
 def pad_rows(trajs: list[Any], pad_id: int) -> tuple[Any, Any]:
-    from train.sft import pad_batch
+    from fixrl.train.sft import pad_batch
 
     return pad_batch([(t.token_ids, t.assistant_mask) for t in trajs], pad_id)
 
@@ -178,10 +178,10 @@ def grpo_update(model: Any, groups: list[list[Any]], cfg: GRPOConfig, optimizer:
     Returns (metrics, the advantage of each trajectory in `groups` order)."""
     import torch
 
-    from train.advantages import compute_advantages, overlong_shaping
-    from train.logprobs import reply_log_probs
-    from train.losses import LossStats, policy_loss
-    from train.model import trainable_parameters
+    from fixrl.train.advantages import compute_advantages, overlong_shaping
+    from fixrl.train.logprobs import reply_log_probs
+    from fixrl.train.losses import LossStats, policy_loss
+    from fixrl.train.model import trainable_parameters
 
     trajs = [t for g in groups for t in g]
     group_ids = torch.tensor([i for i, g in enumerate(groups) for _ in g])  # [N]
@@ -328,7 +328,7 @@ def save_checkpoint(out: Path, model: Any, tokenizer: Any, optimizer: Any, sched
     """Write RUN/checkpoint atomically (a new directory renamed over the old) and RUN/adapter."""
     import torch
 
-    from train.model import is_peft, save_trainable
+    from fixrl.train.model import is_peft, save_trainable
 
     tmp = out / f"{CHECKPOINT}.tmp"
     if tmp.exists():
@@ -379,7 +379,7 @@ def prepare_run(cfg: GRPOConfig, resume: bool, overrides: dict[str, Any] | None 
 def heldout_eval(policy: Any, suite: Any, cfg: GRPOConfig, env_config: Any, step: int) -> dict[str, Any]:
     """pass@1 on the held-out split (same environment settings, the policy's temperature), with
     the same seed every time so successive evaluations see the same renamings."""
-    from evals.run import evaluate
+    from fixrl.evals.run import evaluate
 
     tasks = suite.split(cfg.eval_split)
     ids = [t.id for t in tasks][: cfg.eval_max_tasks] if cfg.eval_max_tasks else None
@@ -407,15 +407,15 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
     """Train; returns a summary. `overrides` (with resume) may change only RESUMABLE_OVERRIDES."""
     import torch
 
-    import tasks as tasks_pkg
-    from envs import EnvConfig
-    from harness.policies import TimedPolicy
-    from harness.policies.hf import HFPolicy
-    from harness.rollout import run_episodes
-    from sandbox import SandboxPool
-    from train.model import Reference, check_adapter_dir, is_peft, load_trainable, trainable_parameters
-    from train.sampler import DynamicSampler
-    from train.sft import lr_factor
+    from fixrl import tasks as tasks_pkg
+    from fixrl.envs import EnvConfig
+    from fixrl.harness.policies import TimedPolicy
+    from fixrl.harness.policies.hf import HFPolicy
+    from fixrl.harness.rollout import run_episodes
+    from fixrl.sandbox import SandboxPool
+    from fixrl.train.model import Reference, check_adapter_dir, is_peft, load_trainable, trainable_parameters
+    from fixrl.train.sampler import DynamicSampler
+    from fixrl.train.sft import lr_factor
 
     bad = sorted(set(overrides or {}) - set(RESUMABLE_OVERRIDES))
     if bad:

@@ -11,7 +11,7 @@ import contextlib
 from pathlib import Path
 from typing import Any, Iterator
 
-from train.config import ALL_LINEAR, LoRAConfig
+from fixrl.train.config import ALL_LINEAR, LoRAConfig
 
 
 class ModelError(ValueError):

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from train.config import LoRAConfig
+from fixrl.train.config import LoRAConfig
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +188,7 @@ def normalise_messages(messages: list[Any], where: str) -> list[dict]:
 
 def render_chat(tokenizer: Any, messages: list[dict], tools: list[dict] | None, where: str) -> tuple[list[int], list[int]]:
     """Token ids and assistant mask of a chat conversation in the tokenizer's template."""
-    from harness.chat import END_OF_TURN
+    from fixrl.harness.chat import END_OF_TURN
 
     messages = normalise_messages(messages, where)
 
@@ -343,8 +343,8 @@ def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
     import numpy as np
     import torch
 
-    from train.logprobs import reply_log_probs
-    from train.model import load_trainable, save_trainable, trainable_parameters
+    from fixrl.train.logprobs import reply_log_probs
+    from fixrl.train.model import load_trainable, save_trainable, trainable_parameters
 
     cfg.validate()
     random.seed(cfg.seed)
@@ -371,7 +371,7 @@ def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
     rng = random.Random(cfg.seed)
     head_ctx = contextlib.nullcontext(None)
     if cfg.data_vocab_head:
-        from train.vocab_head import shared_tail_rows
+        from fixrl.train.vocab_head import shared_tail_rows
 
         vocab = {t for e in examples for t in e.token_ids}
         if cfg.head_vocab_data:

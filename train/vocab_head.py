@@ -66,7 +66,7 @@ def shared_tail_rows(model: nn.Module, token_ids: Iterable[int]) -> Iterator[Dat
     behind computes what the head computed. Exactly the training of the full matrix through the
     shared row: an unseen token's row gets no gradient there, and is overwritten on exit.
     """
-    from train.logprobs import split_causal_lm
+    from fixrl.train.logprobs import split_causal_lm
 
     _, head = split_causal_lm(model)
     weight = head.weight  # [V, H]

@@ -7,9 +7,9 @@ import importlib
 # subcommand -> (module, function, help); each module defines `add_arguments(parser)` and
 # `run(args) -> int` and is imported only when its benchmark runs.
 BENCHES = {
-    "sandbox": ("sandbox.bench", "tool-call latency, reset and start-up against plain `docker exec`"),
-    "rollout": ("harness.bench_rollout", "episodes/min and tokens/s, batched against one at a time"),
-    "logprobs": ("train.bench_logprobs", "peak memory and time of reply log-probs against naive paths"),
+    "sandbox": ("fixrl.sandbox.bench", "tool-call latency, reset and start-up against plain `docker exec`"),
+    "rollout": ("fixrl.harness.bench_rollout", "episodes/min and tokens/s, batched against one at a time"),
+    "logprobs": ("fixrl.train.bench_logprobs", "peak memory and time of reply log-probs against naive paths"),
 }
 
 

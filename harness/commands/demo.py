@@ -22,8 +22,8 @@ def register(sub) -> None:
 
 
 def _run(args) -> int:
-    from harness.cli import UserError
-    from harness.demo import DemoConfig, run_demo
+    from fixrl.harness.cli import UserError
+    from fixrl.harness.demo import DemoConfig, run_demo
 
     if args.path_copies is not None and args.path_copies < 0:
         raise UserError(f"--path-copies {args.path_copies}: give 0 or more")

@@ -85,23 +85,23 @@ def _suite(args) -> Path:
     if args.suite is not None:
         return args.suite
     try:
-        from tasks.suites import BUILTIN_SUITE
+        from fixrl.tasks.suites import BUILTIN_SUITE
     except ImportError:
-        from harness.cli import UserError
+        from fixrl.harness.cli import UserError
 
         raise UserError("no built-in suite is installed here; pass --suite DIR") from None
     return BUILTIN_SUITE
 
 
 def _env_config(args):
-    from envs import EnvConfig
+    from fixrl.envs import EnvConfig
 
     prompt = None
     if args.system_prompt is not None:
         try:
             prompt = args.system_prompt.read_text()
         except OSError as e:
-            from harness.cli import UserError
+            from fixrl.harness.cli import UserError
 
             raise UserError(f"--system-prompt {args.system_prompt}: cannot read it ({e.strerror})") from None
     return EnvConfig(max_turns=args.max_turns, max_edits=args.max_edits, rename=args.rename,
@@ -109,8 +109,8 @@ def _env_config(args):
 
 
 def _load_policy(args):
-    from harness.cli import UserError
-    from evals.run import EvalError, load_eval_policy
+    from fixrl.harness.cli import UserError
+    from fixrl.evals.run import EvalError, load_eval_policy
 
     sampling = {}
     if args.max_new_tokens is not None and args.model is not None:
@@ -124,8 +124,8 @@ def _load_policy(args):
 
 
 def cmd_eval(args) -> int:
-    from harness.cli import UserError
-    from evals.run import (EvalError, EvalResult, check_ks, check_policy_args, compare, evaluate,
+    from fixrl.harness.cli import UserError
+    from fixrl.evals.run import (EvalError, EvalResult, check_ks, check_policy_args, compare, evaluate,
                            load_split)
 
     if args.compare:
@@ -164,9 +164,9 @@ def cmd_eval(args) -> int:
 
 
 def cmd_probe(args) -> int:
-    from harness.cli import UserError
-    from evals.probe import run_probe
-    from evals.run import EvalError, check_policy_args, load_split
+    from fixrl.harness.cli import UserError
+    from fixrl.evals.probe import run_probe
+    from fixrl.evals.run import EvalError, check_policy_args, load_split
 
     try:
         check_policy_args(args.model, args.adapter, args.policy)
@@ -195,9 +195,9 @@ def cmd_probe(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from harness.cli import UserError
-    from evals.report import ReportError, report
-    from evals.run import EvalError
+    from fixrl.harness.cli import UserError
+    from fixrl.evals.report import ReportError, report
+    from fixrl.evals.run import EvalError
 
     try:
         md = report(args.run, args.out)

@@ -17,8 +17,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from harness.cli import UserError
-    from harness.tiny import init_tiny
+    from fixrl.harness.cli import UserError
+    from fixrl.harness.tiny import init_tiny
 
     try:
         path = init_tiny(args.dir, hidden_size=args.hidden_size, num_layers=args.layers, num_heads=args.heads,

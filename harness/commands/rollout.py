@@ -34,14 +34,14 @@ def register(sub) -> None:
 
 def resolve_suite(arg: str):
     """A suite from a directory or the word `builtin`; UserError on a bad one."""
-    from harness.cli import UserError
+    from fixrl.harness.cli import UserError
 
     try:
-        import tasks
+        from fixrl import tasks
     except ImportError as e:  # pragma: no cover - the tasks package is part of fixrl
         raise UserError(f"the tasks package is unavailable: {e}") from None
     if arg == "builtin":
-        from tasks.suites import BUILTIN_SUITE
+        from fixrl.tasks.suites import BUILTIN_SUITE
 
         path = Path(BUILTIN_SUITE)
     else:
@@ -55,7 +55,7 @@ def resolve_suite(arg: str):
 
 
 def select_tasks(suite, ids: list[str] | None, split: str) -> list:
-    from harness.cli import UserError
+    from fixrl.harness.cli import UserError
 
     chosen = list(suite.tasks) if split == "all" else list(suite.split(split))
     if ids:
@@ -76,9 +76,9 @@ def run(args) -> int:
 
     from rich.console import Console
 
-    from harness.cli import UserError
-    from harness.policies import load_policy
-    from harness.transcript import print_transcript, save_jsonl, summary_table
+    from fixrl.harness.cli import UserError
+    from fixrl.harness.policies import load_policy
+    from fixrl.harness.transcript import print_transcript, save_jsonl, summary_table
 
     if args.n < 1:
         raise UserError(f"-n {args.n}: give at least 1 episode per task")
@@ -98,9 +98,9 @@ def run(args) -> int:
         what = f"--policy {args.policy}" if args.policy else f"--model {args.model}"
         raise UserError(f"{what}: {e}") from None
 
-    from envs import EnvConfig
-    from harness.rollout import run_episodes
-    from sandbox import SandboxError, SandboxPool
+    from fixrl.envs import EnvConfig
+    from fixrl.harness.rollout import run_episodes
+    from fixrl.sandbox import SandboxError, SandboxPool
 
     console = Console()
     total = args.n * len(chosen)

@@ -20,9 +20,9 @@ def register(sub) -> None:
 
 
 def build_image(args) -> int:
-    from harness.cli import UserError
-    from sandbox import DEFAULT_IMAGE, SandboxError
-    from sandbox.image import build_image as build, verify_image
+    from fixrl.harness.cli import UserError
+    from fixrl.sandbox import DEFAULT_IMAGE, SandboxError
+    from fixrl.sandbox.image import build_image as build, verify_image
 
     tag = args.tag or DEFAULT_IMAGE
     try:
@@ -35,9 +35,9 @@ def build_image(args) -> int:
 
 
 def cleanup(args) -> int:
-    from harness.cli import UserError
-    from sandbox import SandboxError
-    from sandbox.docker import cleanup as remove_all
+    from fixrl.harness.cli import UserError
+    from fixrl.sandbox import SandboxError
+    from fixrl.sandbox.docker import cleanup as remove_all
 
     try:
         n = remove_all(session=args.session)

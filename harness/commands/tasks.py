@@ -88,10 +88,10 @@ def validate(args) -> int:
     import json
     from pathlib import Path
 
-    from harness.cli import UserError
-    from tasks.loader import TaskError, find_suite_dir, load_suite_config, load_tasks
-    from tasks.schema import Suite
-    from tasks.validate import validate_suite
+    from fixrl.harness.cli import UserError
+    from fixrl.tasks.loader import TaskError, find_suite_dir, load_suite_config, load_tasks
+    from fixrl.tasks.schema import Suite
+    from fixrl.tasks.validate import validate_suite
 
     path = Path(args.path)
     if not path.exists():
@@ -156,9 +156,9 @@ def validate(args) -> int:
 def new(args) -> int:
     from pathlib import Path
 
-    from harness.cli import UserError
-    from tasks.loader import TaskError
-    from tasks.scaffold import new_task
+    from fixrl.harness.cli import UserError
+    from fixrl.tasks.loader import TaskError
+    from fixrl.tasks.scaffold import new_task
 
     try:
         made = new_task(Path(args.repo), Path(args.bug), Path(args.test), Path(args.out), task_id=args.id,
@@ -179,7 +179,7 @@ def new(args) -> int:
 # ---------------------------------------------------------------- generate
 
 def generate(args) -> int:
-    from tasks.generate import main
+    from fixrl.tasks.generate import main
 
     return int(main(args) or 0)
 
@@ -189,9 +189,9 @@ def generate(args) -> int:
 def import_swebench(args) -> int:
     from pathlib import Path
 
-    from harness.cli import UserError
-    from tasks.loader import TaskError
-    from tasks.swebench import import_instances
+    from fixrl.harness.cli import UserError
+    from fixrl.tasks.loader import TaskError
+    from fixrl.tasks.swebench import import_instances
 
     try:
         files = import_instances(Path(args.instances), Path(args.checkout), Path(args.out))
@@ -206,9 +206,9 @@ def import_swebench(args) -> int:
 def export_swebench(args) -> int:
     from pathlib import Path
 
-    from harness.cli import UserError
-    from tasks.loader import TaskError
-    from tasks.swebench import export_suite
+    from fixrl.harness.cli import UserError
+    from fixrl.tasks.loader import TaskError
+    from fixrl.tasks.swebench import export_suite
 
     out = Path(args.out)
     repos = Path(args.repos) if args.repos else out.with_name(out.stem + "-repo")

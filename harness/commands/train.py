@@ -91,15 +91,15 @@ def register(sub) -> None:
 
 
 def _user_error(e: Exception):
-    from harness.cli import UserError
+    from fixrl.harness.cli import UserError
 
     return UserError(str(e))
 
 
 def grpo_config_from_args(args: argparse.Namespace):
     """(config, resume overrides) from parsed arguments; raises UserError on bad input."""
-    from harness.cli import UserError
-    from train.config import make_config, parse_override
+    from fixrl.harness.cli import UserError
+    from fixrl.train.config import make_config, parse_override
 
     fields: dict = {}
     for flags, kw in _GRPO_FLAGS:
@@ -121,7 +121,7 @@ def grpo_config_from_args(args: argparse.Namespace):
     if args.resume:
         given = sorted(set(fields) | ({"model"} if args.model else set()) | ({"suite"} if args.suite else set())
                        | ({"preset"} if args.preset else set()))
-        from train.grpo import RESUMABLE_OVERRIDES
+        from fixrl.train.grpo import RESUMABLE_OVERRIDES
 
         bad = [k for k in given if k not in RESUMABLE_OVERRIDES]
         if bad:
@@ -141,19 +141,19 @@ def grpo_config_from_args(args: argparse.Namespace):
 def cmd_grpo(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from harness.cli import UserError
+    from fixrl.harness.cli import UserError
 
     cfg, overrides = grpo_config_from_args(args)
     if args.print_config and not args.resume:
         print(json.dumps(cfg.to_dict(), indent=2, sort_keys=True))
         return 0
-    from train.grpo import RunError, run_grpo
-    from train.model import ModelError
+    from fixrl.train.grpo import RunError, run_grpo
+    from fixrl.train.model import ModelError
 
     if args.resume:
         from pathlib import Path
 
-        from train.config import GRPOConfig
+        from fixrl.train.config import GRPOConfig
 
         path = Path(args.out) / "checkpoint" / "config.json"
         if not path.exists():
@@ -180,8 +180,8 @@ def cmd_grpo(args: argparse.Namespace) -> int:
 def cmd_sft(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from train.sft import DataError, SFTConfig, run_sft
-    from train.model import ModelError
+    from fixrl.train.sft import DataError, SFTConfig, run_sft
+    from fixrl.train.model import ModelError
 
     targets = args.lora_targets
     if targets != "all-linear":

@@ -103,10 +103,10 @@ def load_policy(model: str | Path | None = None, adapter: str | Path | None = No
         unknown = set(sampling) - {"seed", "tokenizer"}
         if unknown:
             raise ValueError(f"scripted policy {policy!r} takes no {', '.join(sorted(unknown))} option")
-        from harness.policies.scripted import ScriptedPolicy
+        from fixrl.harness.policies.scripted import ScriptedPolicy
 
         return ScriptedPolicy(policy, **sampling)
-    from harness.policies.hf import HFPolicy
+    from fixrl.harness.policies.hf import HFPolicy
 
     sampling.pop("seed", None)  # sampling seeds come from the agent loop (Policy.seed)
     return HFPolicy(model, adapter=adapter, **sampling)
@@ -115,11 +115,11 @@ def load_policy(model: str | Path | None = None, adapter: str | Path | None = No
 def __getattr__(name: str) -> Any:
     # Lazy: importing the package must not import torch/transformers.
     if name == "HFPolicy":
-        from harness.policies.hf import HFPolicy
+        from fixrl.harness.policies.hf import HFPolicy
 
         return HFPolicy
     if name == "ScriptedPolicy":
-        from harness.policies.scripted import ScriptedPolicy
+        from fixrl.harness.policies.scripted import ScriptedPolicy
 
         return ScriptedPolicy
     raise AttributeError(name)

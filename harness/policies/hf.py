@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness.policies import GenRequest, Generation
+from fixrl.harness.policies import GenRequest, Generation
 
 
 def _check_model_dir(model_path: Path) -> None:
@@ -258,7 +258,7 @@ class HFPolicy:
             self.model = model.to(dev)
             self.model.eval()
             self.device = dev
-        from harness.chat import end_of_turn_id
+        from fixrl.harness.chat import end_of_turn_id
 
         self.eot_id = end_of_turn_id(self.tokenizer)
         pad = self.tokenizer.pad_token_id

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from harness.policies import SCRIPTED_POLICIES, GenRequest, Generation
+from fixrl.harness.policies import SCRIPTED_POLICIES, GenRequest, Generation
 
 
 class ScriptedPolicy:
@@ -25,10 +25,10 @@ class ScriptedPolicy:
         if kind not in SCRIPTED_POLICIES:
             raise ValueError(f"unknown scripted policy {kind!r}: choose one of {', '.join(SCRIPTED_POLICIES)}")
         if tokenizer is None:
-            from harness.tiny import qwen25_tokenizer
+            from fixrl.harness.tiny import qwen25_tokenizer
 
             tokenizer = qwen25_tokenizer()
-        from harness.chat import end_of_turn_id
+        from fixrl.harness.chat import end_of_turn_id
 
         self.kind = kind
         self.name = kind
@@ -42,7 +42,7 @@ class ScriptedPolicy:
         self._seed = seed
 
     def start(self, task: Any, env: Any, seed: int) -> Any:
-        from envs import scripted
+        from fixrl.envs import scripted
 
         # The episode's seed mixed with the policy's own, so two scripted runs with different
         # policy seeds differ while each stays reproducible.
@@ -54,7 +54,7 @@ class ScriptedPolicy:
         return scripted.random_plan(task, env, rng)
 
     def generate(self, requests: list[GenRequest]) -> list[Generation]:
-        from harness.chat import encode, format_tool_call
+        from fixrl.harness.chat import encode, format_tool_call
 
         out = []
         for r in requests:

@@ -8,7 +8,7 @@ from envkit import build_suite
 
 @pytest.fixture(scope="session")
 def mini_suite(tmp_path_factory):
-    import tasks
+    from fixrl import tasks
 
     return tasks.load_suite(build_suite(tmp_path_factory.mktemp("envmini")))
 
@@ -18,7 +18,7 @@ def make_env(mini_suite):
     """make_env(task_id, **config) -> a ToolEnv over a fresh local sandbox (closed at teardown)."""
     import contextlib
 
-    from envs import EnvConfig, episode_env
+    from fixrl.envs import EnvConfig, episode_env
 
     stack = contextlib.ExitStack()
 

@@ -186,8 +186,8 @@ ORIG_TOP = '"""Small numeric helpers."""\n'
 
 def runner_outcome(task, files: dict[str, str | None], backend: str = "local", must_fail: bool = True) -> str:
     """The runner alone: the buggy copy with `files` written in (None deletes), hidden check."""
-    import tasks
-    from sandbox import open_sandbox
+    from fixrl import tasks
+    from fixrl.sandbox import open_sandbox
 
     with tempfile.TemporaryDirectory() as tmp:
         ws = tasks.materialize(task, Path(tmp) / "repo", "buggy")
@@ -205,7 +205,7 @@ def runner_outcome(task, files: dict[str, str | None], backend: str = "local", m
 
 
 def buggy_core(task) -> str:
-    from envs.reference import reference
+    from fixrl.envs.reference import reference
 
     return reference(task).buggy["pkg/core.py"]
 

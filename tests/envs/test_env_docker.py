@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from envs import ToolCall
-from envs.scripted import make_plan, run_plan
+from fixrl.envs import ToolCall
+from fixrl.envs.scripted import make_plan, run_plan
 from envkit import CONFTEST_FORCE, EXIT_ATTACKS, HIDDEN_MARKER, ORIG_TOP, REWRITER, buggy_core, runner_outcome
 
 pytestmark = pytest.mark.docker
@@ -69,8 +69,8 @@ def test_hidden_tests_are_nowhere_in_the_agent_container(make_env, docker_availa
 def _container_killed_during_check(ws, kill: bool):
     """A real Docker sandbox whose container is killed (docker kill) once the check's pytest
     process is running in it."""
-    from sandbox import open_sandbox
-    from sandbox.docker import client
+    from fixrl.sandbox import open_sandbox
+    from fixrl.sandbox.docker import client
 
     with open_sandbox(ws, backend="docker") as sb:
         stop = threading.Event()

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from envs import ToolCall
+from fixrl.envs import ToolCall
 from envkit import (CONFTEST_FORCE, CONFTEST_SKIP, CONFTEST_XFAIL, EXIT_ATTACKS, FORGE_AT_EXIT, HIDDEN_MARKER,
                     ORIG_TOP, REWRITER, buggy_core, runner_outcome)
 
@@ -169,7 +169,8 @@ def test_searching_the_filesystem_for_the_hidden_tests_finds_nothing(make_env, m
     """Through the tools and through code the agent runs: the suite (hidden tests, patches) and
     fixrl's own suites directory are not visible from the agent's sandbox. (Docker: the whole
     filesystem is searched in test_env_docker.py.)"""
-    import tasks.suites
+    import fixrl.tasks.suites
+    from fixrl import tasks
 
     env = make_env()
     env.reset()

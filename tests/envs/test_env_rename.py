@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from envs import ToolCall
-from envs.rename import choose_name, occurs, rename_text, reversible
+from fixrl.envs import ToolCall
+from fixrl.envs.rename import choose_name, occurs, rename_text, reversible
 
 
 def test_rename_text_rules():
@@ -82,7 +82,7 @@ def test_pool_names_used_elsewhere_in_the_repository(mini_suite):
     """A pool name may be another function of the repository (the built-in suite's pool is its
     own function names): only files that mention the buggy function are renamed, and a file
     that uses the name for its own function keeps it when mapped back."""
-    from envs import EnvConfig, episode_env
+    from fixrl.envs import EnvConfig, episode_env
 
     suite = mini_suite.model_copy(update={"rename_pool": ["doubled", "scale"]})
     task = suite.get("count-flip")
@@ -105,9 +105,9 @@ def test_renaming_keeps_the_public_verdict_on_builtin_tasks():
     import re
     from concurrent.futures import ThreadPoolExecutor
 
-    from envs import EnvConfig, episode_env
-    from tasks import load_suite
-    from tasks.suites import BUILTIN_SUITE
+    from fixrl.envs import EnvConfig, episode_env
+    from fixrl.tasks import load_suite
+    from fixrl.tasks.suites import BUILTIN_SUITE
 
     suite = load_suite(BUILTIN_SUITE)
     sample = random.Random(3).sample([t for t in suite.tasks if t.function], 6)

@@ -6,8 +6,8 @@ import contextlib
 
 import pytest
 
-from envs import ToolCall
-from envs.changes import bad_new_file, suspicious
+from fixrl.envs import ToolCall
+from fixrl.envs.changes import bad_new_file, suspicious
 
 from envkit import HIDDEN_IDS
 
@@ -140,7 +140,7 @@ class _KilledMidCheck:
         return getattr(self._sb, name)
 
     def exec(self, cmd, timeout=60.0):
-        from sandbox.base import SandboxError
+        from fixrl.sandbox.base import SandboxError
 
         if "python" in cmd:
             self._sb.close()
@@ -150,7 +150,7 @@ class _KilledMidCheck:
 
 @contextlib.contextmanager
 def _dying_sandbox(ws, kill: bool):
-    from sandbox import open_sandbox
+    from fixrl.sandbox import open_sandbox
 
     with open_sandbox(ws) as sb:
         yield _KilledMidCheck(sb) if kill else sb
@@ -186,7 +186,7 @@ def test_sandbox_killed_mid_check_is_error_not_fail(make_env):
 
 
 def test_setup_runs_before_the_episode_and_before_the_check(make_env, mini_suite):
-    from envs import EnvConfig, episode_env
+    from fixrl.envs import EnvConfig, episode_env
 
     # setup writes a module the code needs; the hidden check only passes if setup ran there too
     task = mini_suite.get("clamp-minmax").model_copy(update={

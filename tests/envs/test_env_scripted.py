@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from envs import EnvConfig, episode_env
-from envs.reference import next_edit, reference, shrink_edit
-from envs.scripted import BlindPlan, make_plan, oracle_plan, run_plan
+from fixrl.envs import EnvConfig, episode_env
+from fixrl.envs.reference import next_edit, reference, shrink_edit
+from fixrl.envs.scripted import BlindPlan, make_plan, oracle_plan, run_plan
 
 
 def _episode(suite, task, kind, seed=0, family=None, backend="local", **config):
@@ -53,7 +53,7 @@ def test_oracle_without_tests_submits_straight_after_its_fix(mini_suite):
 
 def _blind_fixes(task, family) -> bool:
     """Whether the family's blind repair of the buggy file is the reference fix (AST-equal)."""
-    from tasks.mutate import repair
+    from fixrl.tasks.mutate import repair
 
     ref = reference(task)
     path = task.file
@@ -108,9 +108,11 @@ def _shipped_suites():
     """The built-in suite and every other suite shipped under tasks/suites/."""
     from pathlib import Path
 
-    import tasks.suites
-    from tasks import load_suite
-    from tasks.suites import BUILTIN_SUITE
+    import fixrl.tasks.suites
+
+    from fixrl import tasks
+    from fixrl.tasks import load_suite
+    from fixrl.tasks.suites import BUILTIN_SUITE
 
     dirs = {Path(BUILTIN_SUITE).resolve()}
     for root in tasks.suites.__path__:
@@ -179,8 +181,8 @@ def test_on_the_gym_suite_plans_type_each_familys_usual_edit():
     """Where a suite declares `family_edits`, every oracle fix of a family is written alike and
     the blind baseline types its guessed family's edit: right exactly when the family is the
     bug's, and a wrong guess (old text not found) spends the one edit the suite allows."""
-    from tasks import load_suite
-    from tasks.suites import GYM_SUITE
+    from fixrl.tasks import load_suite
+    from fixrl.tasks.suites import GYM_SUITE
 
     gym = load_suite(GYM_SUITE)
     one = {}

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, Field
 
-from envs import Malformed, Tool, ToolCall, ToolError, register_tool
-from envs.env import truncate
-from envs.tools import TOOLS, get_tools, summarize_test_output
+from fixrl.envs import Malformed, Tool, ToolCall, ToolError, register_tool
+from fixrl.envs.env import truncate
+from fixrl.envs.tools import TOOLS, get_tools, summarize_test_output
 
 
 def obs(env, name, **args):
@@ -36,7 +36,7 @@ def test_register_tool_and_tool_sets(make_env):
         path: str = Field(description="file")
 
     def wc(env, args):
-        from envs.tools import read_text, resolve_path
+        from fixrl.envs.tools import read_text, resolve_path
 
         text = read_text(env, resolve_path(env, args.path))
         if not text:

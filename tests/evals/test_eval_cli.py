@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from evals.run import EvalError, EvalResult, compare, score
-from harness.cli import main
-from harness.trajectory import Trajectory
+from fixrl.evals.run import EvalError, EvalResult, compare, score
+from fixrl.harness.cli import main
+from fixrl.harness.trajectory import Trajectory
 
 
 def run_cli(capsys, *argv):

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from evals import pass_at_k
-from evals.passk import bootstrap_mean, pass_at_k_exact, paired_bootstrap, verdict
+from fixrl.evals import pass_at_k
+from fixrl.evals.passk import bootstrap_mean, pass_at_k_exact, paired_bootstrap, verdict
 
 
 def brute_force(n: int, c: int, k: int) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evals.probe import binom_tail, p_mixed, probe_stats
+from fixrl.evals.probe import binom_tail, p_mixed, probe_stats
 
 # The design's probe (seeds/000): 33 tasks, 4 attempts each, 7 mixed (21%); at G=6 a group is
 # mixed with chance 0.179, so 16 tries give 2.86 mixed groups against 4 needed. The seed does not

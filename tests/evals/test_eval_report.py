@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from evals.report import ReportError, load_metrics, report
-from evals.run import EvalResult, score
-from harness.cli import main
-from harness.trajectory import Trajectory
+from fixrl.evals.report import ReportError, load_metrics, report
+from fixrl.evals.run import EvalResult, score
+from fixrl.harness.cli import main
+from fixrl.harness.trajectory import Trajectory
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

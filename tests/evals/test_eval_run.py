@@ -8,9 +8,9 @@ import math
 
 import pytest
 
-from evals.probe import probe_result
-from evals.run import EvalError, EvalResult, evaluate, load_trajectories_gz
-from harness.cli import main
+from fixrl.evals.probe import probe_result
+from fixrl.evals.run import EvalError, EvalResult, evaluate, load_trajectories_gz
+from fixrl.harness.cli import main
 
 
 def blind_expected_rates(suite, tasks_, tmp):
@@ -18,8 +18,8 @@ def blind_expected_rates(suite, tasks_, tmp):
     draws one of the suite's families uniformly and applies that family's blind repair to the
     buggy function; the task passes when the repair restores the reference-fixed file. (A
     different edit that also passes could only raise the rate; question tasks get no answer.)"""
-    from tasks import materialize
-    from tasks.mutate import repair
+    from fixrl.tasks import materialize
+    from fixrl.tasks.mutate import repair
 
     rates = {}
     for t in tasks_:
@@ -58,7 +58,7 @@ def test_oracle_passes_everything_and_saves_results(mini_suite, tmp_path):
 
 
 def test_blind_policy_rate_probe_and_comparison(mini_suite, tmp_path, capsys):
-    import tasks
+    from fixrl import tasks
 
     suite = tasks.load_suite(mini_suite)
     rates = blind_expected_rates(suite, suite.split("heldout"), tmp_path)
@@ -142,7 +142,7 @@ def test_oracle_in_docker_sandboxes(docker_available, mini_suite, capsys):
 
 
 def _builtin(builtin_suite):
-    import tasks
+    from fixrl import tasks
 
     try:
         suite = tasks.load_suite(builtin_suite)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from evals.run import EvalResult, score
-from evals.stats import behaviour_stats
-from harness.trajectory import Trajectory
+from fixrl.evals.run import EvalResult, score
+from fixrl.evals.stats import behaviour_stats
+from fixrl.harness.trajectory import Trajectory
 from dataclasses import dataclass
 
 

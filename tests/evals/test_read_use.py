@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from evals.read_use import edit_old_position, path_span, read_use
-from harness.trajectory import Trajectory
+from fixrl.evals.read_use import edit_old_position, path_span, read_use
+from fixrl.harness.trajectory import Trajectory
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,14 @@ import pytest
 
 @pytest.fixture(scope="session")
 def tiny_suite_dir(tmp_path_factory) -> Path:
-    from harness.tiny import make_tiny_suite
+    from fixrl.harness.tiny import make_tiny_suite
 
     return make_tiny_suite(tmp_path_factory.mktemp("suite") / "tiny")
 
 
 @pytest.fixture(scope="session")
 def tiny_suite(tiny_suite_dir):
-    import tasks
+    from fixrl import tasks
 
     return tasks.load_suite(tiny_suite_dir)
 
@@ -31,6 +31,6 @@ def tiny_tokenizer(tiny_model):
 @pytest.fixture(scope="session")
 def tiny_policy(tiny_model):
     """One loaded HFPolicy for the session (tests set its sampling fields as they need)."""
-    from harness.policies.hf import HFPolicy
+    from fixrl.harness.policies.hf import HFPolicy
 
     return HFPolicy(tiny_model, temperature=1.0, max_new_tokens=16)

@@ -14,7 +14,7 @@ import pytest
 @pytest.mark.slow
 def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    run = subprocess.run([sys.executable, "-m", "harness.cli", "demo", "--quick", "--path-copies", "1",
+    run = subprocess.run([sys.executable, "-m", "fixrl.harness.cli", "demo", "--quick", "--path-copies", "1",
                           "--out", str(out)],
                          capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
@@ -86,7 +86,7 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
 
     # a rerun with more steps reuses every stage before GRPO, trains on, and scores the new end
     stamps = {f: (out / f).stat().st_mtime_ns for f in ("demos.jsonl", "probe.json", "eval_start/results.json")}
-    again = subprocess.run([sys.executable, "-m", "harness.cli", "demo", "--quick", "--path-copies", "1",
+    again = subprocess.run([sys.executable, "-m", "fixrl.harness.cli", "demo", "--quick", "--path-copies", "1",
                             "--steps", "3", "--out", str(out)], capture_output=True, text=True, timeout=1800)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert stamps == {f: (out / f).stat().st_mtime_ns for f in stamps}
@@ -98,7 +98,7 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
 
 
 def test_spread_covers_tasks_evenly() -> None:
-    from harness.demo import _spread
+    from fixrl.harness.demo import _spread
 
     tasks = [f"t{i}" for i in range(10)]
     batches = _spread(tasks, 25, seed=1)
@@ -113,7 +113,7 @@ def test_spread_covers_tasks_evenly() -> None:
 
 
 def test_demo_config_names_bad_counts() -> None:
-    from harness.demo import DemoConfig
+    from fixrl.harness.demo import DemoConfig
 
     with pytest.raises(ValueError, match=r"demo_mix\['blind'\]"):
         DemoConfig(demo_mix={"blind": -1})
@@ -124,7 +124,7 @@ def test_demo_config_names_bad_counts() -> None:
 
 
 def test_demo_cli_names_a_bad_path_copies(tmp_path: Path) -> None:
-    run = subprocess.run([sys.executable, "-m", "harness.cli", "demo", "--path-copies", "-1", "--out", str(tmp_path)],
+    run = subprocess.run([sys.executable, "-m", "fixrl.harness.cli", "demo", "--path-copies", "-1", "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode != 0 and "--path-copies -1" in run.stdout + run.stderr
     assert not list(tmp_path.iterdir())  # refused before any stage wrote anything

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from harness.chat import encode, render
-from harness.excerpts import excerpt, excerpts, path_excerpt, path_excerpts
-from harness.tiny import qwen25_tokenizer
-from harness.trajectory import Trajectory
+from fixrl.harness.chat import encode, render
+from fixrl.harness.excerpts import excerpt, excerpts, path_excerpt, path_excerpts
+from fixrl.harness.tiny import qwen25_tokenizer
+from fixrl.harness.trajectory import Trajectory
 
 SOURCE = "\n".join(["m.py (12 lines)"] + [f"{i:4d}  x{i} = f({i})" for i in range(1, 12)]
                    + ["  12      return a - b"])

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from envs.types import Malformed, ToolCall
-from harness.chat import EXPECTED_FORM, format_tool_call, parse_tool_calls
+from fixrl.envs.types import Malformed, ToolCall
+from fixrl.harness.chat import EXPECTED_FORM, format_tool_call, parse_tool_calls
 
 
 def test_parses_a_hermes_call():

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from harness.cli import main
-from harness.transcript import load_jsonl
+from fixrl.harness.cli import main
+from fixrl.harness.transcript import load_jsonl
 
 
 def test_rollout_oracle_prints_and_saves(tiny_suite_dir, tmp_path, capsys):

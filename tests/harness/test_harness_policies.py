@@ -7,8 +7,8 @@ import shutil
 import pytest
 import torch
 
-from harness.chat import encode, parse_tool_calls, render
-from harness.policies import GenRequest, load_policy
+from fixrl.harness.chat import encode, parse_tool_calls, render
+from fixrl.harness.policies import GenRequest, load_policy
 
 
 def _prompts(tok):
@@ -54,7 +54,7 @@ def test_cache_reuse_across_turns_changes_nothing_but_the_work(tiny_policy):
     tool turn of its own length, as the agent loop does): with each episode's cache reused,
     greedy replies and their log-probs are those of recomputing every prompt from scratch,
     and later turns run only their new tokens."""
-    from harness.policies.hf import HFPolicy
+    from fixrl.harness.policies.hf import HFPolicy
 
     pol = tiny_policy
     fresh = HFPolicy(model=pol.model, tokenizer=pol.tokenizer, greedy=True, max_new_tokens=8, reuse_cache=False)
@@ -111,7 +111,7 @@ def test_greedy_picks_the_argmax(tiny_policy):
 def test_stops_at_end_of_turn(tiny_model):
     """A turn ends at <|im_end|>, which is part of the sampled ids: made certain here by
     pointing the (untied) output row of <|im_end|> along the prompt's last hidden state."""
-    from harness.policies.hf import HFPolicy
+    from fixrl.harness.policies.hf import HFPolicy
 
     pol = HFPolicy(tiny_model, max_new_tokens=8)
     a, _ = _prompts(pol.tokenizer)
@@ -166,8 +166,8 @@ def test_load_policy_errors(tiny_model, tmp_path):
 
 
 def test_scripted_policy_writes_hermes_text(tiny_tokenizer):
-    from envs.types import ToolCall
-    from harness.policies.scripted import ScriptedPolicy
+    from fixrl.envs.types import ToolCall
+    from fixrl.harness.policies.scripted import ScriptedPolicy
 
     class Plan:
         def __init__(self):
@@ -192,7 +192,7 @@ def test_scripted_policy_writes_hermes_text(tiny_tokenizer):
 def test_sampler_draws_from_the_distribution_it_records():
     """The inverse-CDF sampler: frequencies follow the probabilities, filtered (-inf) tokens
     are never drawn, and the recorded log-prob is that of the drawn token."""
-    from harness.policies.hf import _Sampler
+    from fixrl.harness.policies.hf import _Sampler
 
     probs = torch.tensor([0.5, 0.3, 0.2, 0.0])
     scores = probs.log().expand(20000, 4).clone()                     # [B, V]
@@ -208,7 +208,7 @@ def test_sampler_draws_from_the_distribution_it_records():
 
 
 def test_inverse_cdf_across_blocks():
-    from harness.policies.hf import _inverse_cdf
+    from fixrl.harness.policies.hf import _inverse_cdf
 
     w = torch.zeros(3, 1000)
     w[:, [3, 300, 999]] = torch.tensor([0.2, 0.5, 0.3])
@@ -228,7 +228,7 @@ def test_free_cores_leaves_busy_cores_to_their_processes():
     import sys
     import time
 
-    from harness.policies.hf import free_cores
+    from fixrl.harness.policies.hf import free_cores
 
     cores = len(os.sched_getaffinity(0))
     assert 1 <= free_cores() <= cores

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from envs import EnvConfig
-from envs.types import ToolCall
-from harness.chat import encode, parse_tool_calls, render, tool_choice_span
-from harness.policies import Generation
-from harness.rollout import TemplateError, run_episodes
-from harness.trajectory import Trajectory
-from sandbox import SandboxPool
+from fixrl.envs import EnvConfig
+from fixrl.envs.types import ToolCall
+from fixrl.harness.chat import encode, parse_tool_calls, render, tool_choice_span
+from fixrl.harness.policies import Generation
+from fixrl.harness.rollout import TemplateError, run_episodes
+from fixrl.harness.trajectory import Trajectory
+from fixrl.sandbox import SandboxPool
 
 NEWLINE = 198
 
@@ -50,7 +50,7 @@ def check_template_exact(tok, traj: Trajectory) -> None:
 def test_oracle_trajectories_are_token_exact(tiny_suite, tiny_tokenizer):
     """Scripted (SFT) trajectories: re-tokenising the template's rendering of the final
     conversation gives exactly the trajectory's ids (plus the template's final newline)."""
-    from harness.policies.scripted import ScriptedPolicy
+    from fixrl.harness.policies.scripted import ScriptedPolicy
 
     policy = ScriptedPolicy("oracle", tokenizer=tiny_tokenizer)
     seen = []
@@ -92,7 +92,7 @@ def test_oracle_trajectories_are_token_exact(tiny_suite, tiny_tokenizer):
 
 def test_more_episodes_than_sandboxes(tiny_suite, tiny_tokenizer):
     """Episodes queue for the pool's sandboxes (finished ones make room); order and groups stay."""
-    from harness.policies.scripted import ScriptedPolicy
+    from fixrl.harness.policies.scripted import ScriptedPolicy
 
     policy = ScriptedPolicy("oracle", tokenizer=tiny_tokenizer)
     tasks = tiny_suite.tasks[:2]
@@ -205,7 +205,7 @@ def test_repeated_malformed_output_ends_the_episode(tiny_suite, tiny_tokenizer):
 
 
 def test_token_budget_ends_as_out_of_tokens(tiny_suite, tiny_tokenizer):
-    from harness.policies.scripted import ScriptedPolicy
+    from fixrl.harness.policies.scripted import ScriptedPolicy
 
     policy = ScriptedPolicy("oracle", tokenizer=tiny_tokenizer)
     with SandboxPool(1) as pool:
@@ -224,7 +224,7 @@ def test_token_budget_ends_as_out_of_tokens(tiny_suite, tiny_tokenizer):
 def test_sandbox_failure_marks_the_episode_error(tiny_suite, tiny_tokenizer):
     """A sandbox that dies mid-episode: outcome 'error' (not a fail), the pool replaces it,
     and the other episodes are unaffected."""
-    from harness.policies.scripted import ScriptedPolicy
+    from fixrl.harness.policies.scripted import ScriptedPolicy
 
     class Saboteur(ScriptedPolicy):
         def start(self, task, env, seed):
@@ -248,7 +248,7 @@ def test_template_that_rewrites_history_fails_loudly(tiny_suite, tiny_model):
     loop refuses to build a trajectory that would not be token-exact."""
     from transformers import AutoTokenizer
 
-    from harness.policies.scripted import ScriptedPolicy
+    from fixrl.harness.policies.scripted import ScriptedPolicy
 
     tok = AutoTokenizer.from_pretrained(tiny_model)
     tok.chat_template = (
@@ -263,7 +263,7 @@ def test_template_that_rewrites_history_fails_loudly(tiny_suite, tiny_model):
 
 
 def test_bad_arguments(tiny_suite, tiny_tokenizer):
-    from harness.policies.scripted import ScriptedPolicy
+    from fixrl.harness.policies.scripted import ScriptedPolicy
 
     policy = ScriptedPolicy("oracle", tokenizer=tiny_tokenizer)
     with SandboxPool(1) as pool:
@@ -277,7 +277,7 @@ def test_bad_arguments(tiny_suite, tiny_tokenizer):
 @pytest.mark.docker
 def test_oracle_in_docker_sandboxes(docker_available, tiny_suite, tiny_tokenizer):
     """The same loop over hardened Docker sandboxes (tool calls and the hidden check)."""
-    from harness.policies.scripted import ScriptedPolicy
+    from fixrl.harness.policies.scripted import ScriptedPolicy
 
     policy = ScriptedPolicy("oracle", tokenizer=tiny_tokenizer)
     with SandboxPool(2, backend="docker") as pool:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.tiny import ADDED_TOKENS, QWEN25_CHAT_TEMPLATE
+from fixrl.harness.tiny import ADDED_TOKENS, QWEN25_CHAT_TEMPLATE
 
 QWEN25_ADDED = {
     "<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_end|>": 151645,
@@ -83,8 +83,8 @@ def test_matches_qwen_bpe_on_source_code(tiny_tokenizer):
 
 
 def test_chat_template_renders_hermes_tools(tiny_tokenizer):
-    from envs.types import ToolCall
-    from harness.chat import format_tool_call
+    from fixrl.envs.types import ToolCall
+    from fixrl.harness.chat import format_tool_call
 
     tools = [{"type": "function", "function": {"name": "read", "description": "Read a file.",
                                                "parameters": {"type": "object", "properties": {
@@ -115,7 +115,7 @@ def test_generation_config_is_qwen25_instructs(tiny_model):
 
 
 def test_init_tiny_refuses_non_empty_dir(tmp_path):
-    from harness.tiny import init_tiny
+    from fixrl.harness.tiny import init_tiny
 
     (tmp_path / "x").write_text("keep me")
     with pytest.raises(FileExistsError, match="not an empty directory"):
@@ -126,7 +126,7 @@ def test_init_tiny_refuses_non_empty_dir(tmp_path):
 
 
 def test_cli_init_tiny(tmp_path, capsys):
-    from harness.cli import main
+    from fixrl.harness.cli import main
 
     out = tmp_path / "m"
     assert main(["init-tiny", str(out), "--hidden-size", "32", "--layers", "1", "--heads", "2",

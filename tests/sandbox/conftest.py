@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import open_sandbox
+from fixrl.sandbox import open_sandbox
 from sandboxkit import BACKENDS, SMALL, make_repo
 
 
@@ -74,7 +74,7 @@ def pytest_sessionfinish(session, exitstatus):
     process started may remain: a leak fails the run."""
     import sys
 
-    sd = sys.modules.get("sandbox.docker")
+    sd = sys.modules.get("fixrl.sandbox.docker")
     if sd is None or sd._client is None:  # no DockerSandbox was ever made
         return
     try:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import Limits
+from fixrl.sandbox import Limits
 
 SMALL = Limits(memory_mb=256, pids=64, file_size_mb=16, max_output_bytes=8_000)
 """Small limits so attacks hit them quickly."""
@@ -66,7 +66,7 @@ def leftovers(sb) -> list:
             return []  # no way to tell them apart from the host user's own processes
         import time
 
-        from sandbox.local import _uid_procs
+        from fixrl.sandbox.local import _uid_procs
 
         for _ in range(100):  # a killed pid namespace takes a moment to empty
             procs = _uid_procs(uid)

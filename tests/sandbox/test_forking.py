@@ -7,8 +7,8 @@ import time
 import pytest
 from sandboxkit import SMALL, host_alive
 
-from sandbox import forking
-from sandbox.forking import ForkingSandbox, ZygoteDied
+from fixrl.sandbox import forking
+from fixrl.sandbox.forking import ForkingSandbox, ZygoteDied
 
 PRELUDE = '''
 import os, sys, time, subprocess
@@ -140,7 +140,7 @@ def test_closed_sandbox_refuses_and_leaves_no_process(repo):
     zygote = sb._zygote
     sb.close()
     assert zygote.poll() is not None
-    from sandbox import SandboxError
+    from fixrl.sandbox import SandboxError
 
     with pytest.raises(SandboxError):
         call(sb, "pass")

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from sandbox import WORKDIR, ExecResult, Sandbox, SandboxError, open_sandbox
-from sandbox.local import _python_dirs
+from fixrl.sandbox import WORKDIR, ExecResult, Sandbox, SandboxError, open_sandbox
+from fixrl.sandbox.local import _python_dirs
 
 from sandboxkit import leftovers
 
@@ -189,7 +189,7 @@ def test_model_garbage_never_breaks_the_sandbox(sb):
 def test_local_without_bubblewrap_never_runs_commands_as_root(repo):
     """The fallback path: rlimits and timeouts only, and as root either a uid of its own or a
     clear refusal (never sandboxed code running as root)."""
-    from sandbox.local import LocalSandbox
+    from fixrl.sandbox.local import LocalSandbox
 
     try:
         sb = LocalSandbox(repo, isolation="none")

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from sandbox import WORKDIR
+from fixrl.sandbox import WORKDIR
 
 from sandboxkit import host_alive, leftovers
 

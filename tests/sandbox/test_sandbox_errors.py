@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-import sandbox.docker as sd
-from harness.cli import main
-from sandbox import SandboxError, open_sandbox
+import fixrl.sandbox.docker as sd
+from fixrl.harness.cli import main
+from fixrl.sandbox import SandboxError, open_sandbox
 
 
 @pytest.mark.docker

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from sandbox import SandboxError, SandboxPool
+from fixrl.sandbox import SandboxError, SandboxPool
 
 from sandboxkit import BACKENDS
 

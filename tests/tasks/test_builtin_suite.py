@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from tasks import load_suite
-from tasks.mutate import OPERATORS, repair
+from fixrl.tasks import load_suite
+from fixrl.tasks.mutate import OPERATORS, repair
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def test_sizes(suite):
 
 
 def test_repository_has_enough_functions_and_tests(builtin_suite):
-    from tasks.mutate import list_functions
+    from fixrl.tasks.mutate import list_functions
 
     repo = builtin_suite / "repo"
     modules = sorted((repo / "minicalc").glob("*.py"))
@@ -90,7 +90,7 @@ def test_generated_checks_name_their_tests(suite):
 def test_blind_repair_fixes_only_some(suite):
     """The family's blind repair applied to the buggy file restores the clean one for some
     tasks and not for all: the suite rewards reading, not guessing."""
-    from tasks.loader import repo_path
+    from fixrl.tasks.loader import repo_path
 
     fixed = 0
     tasks = generated(suite)
@@ -134,7 +134,7 @@ def _apply(text: str, patch: str) -> str:
 
 
 def test_repository_tests_pass_in_a_sandbox(builtin_suite):
-    from sandbox import open_sandbox
+    from fixrl.sandbox import open_sandbox
 
     with open_sandbox(builtin_suite / "repo", backend="local") as sb:
         res = sb.exec("python -m pytest -q", timeout=120)
@@ -143,7 +143,7 @@ def test_repository_tests_pass_in_a_sandbox(builtin_suite):
 
 
 def _validate(suite, ids, repeats=1, jobs=2):
-    from tasks import validate_suite
+    from fixrl.tasks import validate_suite
 
     results = validate_suite(suite, backend="local", jobs=jobs, repeats=repeats, task_ids=ids)
     bad = {r.task_id: r.reasons for r in results if not r.ok}

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from suitekit import HIDDEN, HIDDEN_TESTS, QUESTION_CHECK, fix_task, question_task, write_repo
 
-from sandbox import SandboxPool, open_sandbox
-from tasks import CheckResult, Task, run_check
-from tasks.check import junit_key, parse_junit, parse_pytest_command
+from fixrl.sandbox import SandboxPool, open_sandbox
+from fixrl.tasks import CheckResult, Task, run_check
+from fixrl.tasks.check import junit_key, parse_junit, parse_pytest_command
 
 GOOD = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
 BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
@@ -223,7 +223,7 @@ STOP_PARENT = "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n" + BUG
 def test_killing_or_stopping_the_runner_is_a_fail_not_an_error(pool, tmp_path, source, monkeypatch):
     """In a forking sandbox the interpreter that forked the check can be signalled by the
     code under test; that is the code's doing (a fail), never a sandbox error to retry."""
-    from sandbox import forking
+    from fixrl.sandbox import forking
 
     monkeypatch.setattr(forking, "REPLY_GRACE", 1.0)
     r = judge(pool, tmp_path, source, timeout=3)
@@ -405,7 +405,7 @@ def test_real_world_pytest_passes_and_hacks_fail(backend, request, tmp_path):
 def test_clear_check_paths_on_the_host(tmp_path):
     """What the env does before loading a check sandbox (instead of one command in it): the
     hidden files' paths are emptied, parents that are links or files go, nothing is followed."""
-    from tasks.check import clear_check_paths
+    from fixrl.tasks.check import clear_check_paths
 
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli import build_parser
+from fixrl.harness.cli import build_parser
 
 
 def test_generate_arguments_reach_the_generator():

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.generate import GenerateError, generate, round_robin, split_by_function, unified_diff
-from tasks.issue_text import Failure, symptom, write_issue
+from fixrl.tasks.generate import GenerateError, generate, round_robin, split_by_function, unified_diff
+from fixrl.tasks.issue_text import Failure, symptom, write_issue
 
 OPS = '''\
 """Tiny arithmetic helpers."""
@@ -133,7 +133,7 @@ def test_yield_report(generated):
 
 
 def test_tasks_load_and_are_well_formed(generated):
-    from tasks import load_suite
+    from fixrl.tasks import load_suite
 
     repo, out, report = generated
     suite = load_suite(out)
@@ -160,7 +160,7 @@ def test_tasks_load_and_are_well_formed(generated):
 
 
 def test_split_by_function(generated):
-    from tasks import load_suite
+    from fixrl.tasks import load_suite
 
     _, out, _ = generated
     suite = load_suite(out)
@@ -172,8 +172,8 @@ def test_split_by_function(generated):
 
 def test_every_task_validates_again(generated):
     """Independently of the generator's own validation: buggy fails, fixed passes."""
-    from sandbox import SandboxPool
-    from tasks import load_suite, materialize, run_check
+    from fixrl.sandbox import SandboxPool
+    from fixrl.tasks import load_suite, materialize, run_check
 
     _, out, _ = generated
     suite = load_suite(out)
@@ -268,7 +268,7 @@ def test_issue_truthiness_and_parametrized():
 
 
 def test_write_issue_refuses_forbidden_lines():
-    from tasks.issue_text import Symptom
+    from fixrl.tasks.issue_text import Symptom
 
     s = [Symptom("f(1)", "f", "Calling `f(1)` returns `return total - x`, but `2` was expected.")]
     assert write_issue(s, {}, random.Random(0), ["    return total - x"]) is None
@@ -295,8 +295,8 @@ def test_unified_diff_applies_with_git(tmp_path):
 
 
 def test_classify():
-    from tasks.generate import Candidate, TestRun, _classify
-    from tasks.mutate import Mutant
+    from fixrl.tasks.generate import Candidate, TestRun, _classify
+    from fixrl.tasks.mutate import Mutant
 
     stable = ["t::a", "t::b", "t::c", "t::d"]
 
@@ -318,8 +318,8 @@ def test_classify():
 
 
 def test_round_robin_spreads_families():
-    from tasks.generate import Candidate
-    from tasks.mutate import Mutant
+    from fixrl.tasks.generate import Candidate
+    from fixrl.tasks.mutate import Mutant
 
     cands = [Candidate("a.py", f"f{i % 3}", f"f{i % 3}", Mutant(op, f"src{op}{i}", 1, ""))
              for op in ("x", "y") for i in range(6)]
@@ -331,7 +331,7 @@ def test_round_robin_spreads_families():
 @pytest.mark.docker
 def test_generate_in_docker(tmp_path, docker_available):
     """The same generator in Docker sandboxes (the image's own python3 and pytest 7.2)."""
-    from tasks import load_suite
+    from fixrl.tasks import load_suite
 
     repo = make_repo(tmp_path)
     out = tmp_path / "suite"

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from tasks import load_suite, materialize, validate_suite
-from tasks.suites import GYM_SUITE
+from fixrl.tasks import load_suite, materialize, validate_suite
+from fixrl.tasks.suites import GYM_SUITE
 
 # family -> the marker its bug leaves (never present in clean code)
 MARKERS = {"swap_minmax": "min(", "flip_comparison": " > ", "off_by_one": "range(n)",

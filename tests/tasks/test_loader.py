@@ -5,9 +5,9 @@ import pytest
 import yaml
 from suitekit import BUG, FIX, HIDDEN, fix_task, make_suite, question_task
 
-from tasks import Suite, TaskError, load_suite, load_task
-from tasks.loader import load_suite_lenient
-from tasks.schema import GitRepo
+from fixrl.tasks import Suite, TaskError, load_suite, load_task
+from fixrl.tasks.loader import load_suite_lenient
+from fixrl.tasks.schema import GitRepo
 
 
 def _write(path, text):

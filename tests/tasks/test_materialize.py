@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from suitekit import BUG, REPO_FILES, fix_task, make_suite, write_repo
 
-from tasks import TaskError, is_test_path, load_suite, materialize
-from tasks.materialize import apply_patch, changed_paths, diff_dirs
+from fixrl.tasks import TaskError, is_test_path, load_suite, materialize
+from fixrl.tasks.materialize import apply_patch, changed_paths, diff_dirs
 
 
 def _files(root: Path) -> set[str]:
@@ -152,8 +152,8 @@ def test_cached_materialize_copies_one_tree_per_task_object(tmp_path):
     once per Task object (a changed repository is seen by a newly loaded task, not by it)."""
     import gc
 
-    from tasks import Task
-    from tasks.materialize import _cache
+    from fixrl.tasks import Task
+    from fixrl.tasks.materialize import _cache
 
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -8,7 +8,7 @@ import functools
 
 import pytest
 
-from tasks.mutate import OPERATORS, list_functions, mutants, repair
+from fixrl.tasks.mutate import OPERATORS, list_functions, mutants, repair
 
 SOURCE = '''\
 """A module with comments and odd formatting that must survive mutation."""

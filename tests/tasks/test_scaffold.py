@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 from suitekit import BUG, HIDDEN, HIDDEN_TESTS, REPO_FILES, write_repo
 
-from harness.cli import main as fixrl
-from sandbox import SandboxPool
-from tasks import TaskError, load_suite, validate_task
-from tasks.scaffold import new_task, parse_collected
+from fixrl.harness.cli import main as fixrl
+from fixrl.sandbox import SandboxPool
+from fixrl.tasks import TaskError, load_suite, validate_task
+from fixrl.tasks.scaffold import new_task, parse_collected
 
 
 @pytest.fixture

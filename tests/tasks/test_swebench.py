@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from suitekit import HIDDEN, REPO_FILES, fix_task, make_suite, question_task, write_repo
 
-from harness.cli import main as fixrl
-from sandbox import SandboxPool
-from tasks import TaskError, load_suite, validate_task
-from tasks.materialize import diff_files
-from tasks.swebench import export_suite, import_instances, read_instances
+from fixrl.harness.cli import main as fixrl
+from fixrl.sandbox import SandboxPool
+from fixrl.tasks import TaskError, load_suite, validate_task
+from fixrl.tasks.materialize import diff_files
+from fixrl.tasks.swebench import export_suite, import_instances, read_instances
 
 BUGGY_CALC = REPO_FILES["calc.py"].replace("a + b", "a - b")
 MORE_PUBLIC = REPO_FILES["tests/test_calc.py"] + "\n\ndef test_add_zero():\n    assert add(0, 5) == 5\n"

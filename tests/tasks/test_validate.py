@@ -8,9 +8,9 @@ import time
 import pytest
 from suitekit import BUG, HIDDEN, QUESTION_CHECK, fix_task, make_suite, question_task
 
-from harness.cli import main as fixrl
-from sandbox import SandboxPool
-from tasks import Task, load_suite, validate_suite, validate_task
+from fixrl.harness.cli import main as fixrl
+from fixrl.sandbox import SandboxPool
+from fixrl.tasks import Task, load_suite, validate_suite, validate_task
 
 
 IGNORES_ANSWER = {"command": "python -c 'pass'", "files": {}}

@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from train.advantages import compute_advantages, overlong_shaping, uniform_groups
-from train.losses import aggregate, clipped_surrogate, importance_log_ratio, kl_estimate, policy_loss
+from fixrl.train.advantages import compute_advantages, overlong_shaping, uniform_groups
+from fixrl.train.losses import aggregate, clipped_surrogate, importance_log_ratio, kl_estimate, policy_loss
 
 
 def test_group_advantages_hand_computed():

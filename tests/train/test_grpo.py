@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from train.config import GRPOConfig, PRESETS, make_config, parse_override
+from fixrl.train.config import GRPOConfig, PRESETS, make_config, parse_override
 
 REQUIRED = ["step", "rollout/reward", "rollout/pass_rate", "zero_adv_frac", "zero_adv_frac/all_pass",
             "zero_adv_frac/all_fail", "groups/tried", "groups/kept", "rollout/episodes", "rollout/errors",
@@ -49,7 +49,7 @@ def test_presets_and_config_errors(tmp_path):
 
 
 def test_cli_errors(tmp_path, capsys, train_suite):
-    from harness.cli import main
+    from fixrl.harness.cli import main
 
     assert main(["grpo", "--out", str(tmp_path / "r")]) == 2
     assert "needs --model" in capsys.readouterr().err
@@ -104,9 +104,9 @@ def test_two_steps_then_resume_equals_uninterrupted(tiny_model, train_suite, sft
     for the third step. Run A does three steps without stopping. Same weights, same metrics."""
     import torch
 
-    from harness.cli import main
-    from train import sampler as sampler_mod
-    from train.grpo import RunError, run_grpo
+    from fixrl.harness.cli import main
+    from fixrl.train import sampler as sampler_mod
+    from fixrl.train.grpo import RunError, run_grpo
 
     original = sampler_mod.DynamicSampler.sample
     calls = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from train.logprobs import checkpointed_layers, head_log_probs, plain_log_probs, reply_log_probs, split_causal_lm
+from fixrl.train.logprobs import checkpointed_layers, head_log_probs, plain_log_probs, reply_log_probs, split_causal_lm
 
 
 def tiny_qwen(vocab: int = 512, seed: int = 0):

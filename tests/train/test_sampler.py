@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from train.sampler import DynamicSampler
+from fixrl.train.sampler import DynamicSampler
 from trainkit import FakeTraj, bernoulli_rollout
 
 
@@ -107,11 +107,11 @@ def test_state_round_trip_continues_the_same_draws():
 def test_scripted_policies_in_real_sandboxes(train_suite):
     """The oracle passes every episode: no group is mixed, all tries are spent. A blind policy
     passes some: every kept group really holds a pass and a fail from the real hidden check."""
-    from envs import EnvConfig
-    from harness.policies import ScriptedPolicy
-    from harness.rollout import run_episodes
-    from sandbox import SandboxPool
-    from tasks import load_suite
+    from fixrl.envs import EnvConfig
+    from fixrl.harness.policies import ScriptedPolicy
+    from fixrl.harness.rollout import run_episodes
+    from fixrl.sandbox import SandboxPool
+    from fixrl.tasks import load_suite
 
     suite = load_suite(train_suite)
     train = suite.split("train")

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from train.sft import DataError, SFTConfig, load_examples, lr_factor, render_chat
+from fixrl.train.sft import DataError, SFTConfig, load_examples, lr_factor, render_chat
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +54,11 @@ def test_chat_mask_covers_assistant_turns_and_im_end(tok):
 def test_chat_path_equals_agent_loop_trajectory(tok, train_suite):
     """Rendering a scripted episode's messages gives exactly the ids and mask the agent loop
     recorded: the two SFT formats teach the same tokens."""
-    from envs import EnvConfig
-    from harness.policies import ScriptedPolicy
-    from harness.rollout import run_episodes
-    from sandbox import SandboxPool
-    from tasks import load_suite
+    from fixrl.envs import EnvConfig
+    from fixrl.harness.policies import ScriptedPolicy
+    from fixrl.harness.rollout import run_episodes
+    from fixrl.sandbox import SandboxPool
+    from fixrl.tasks import load_suite
 
     suite = load_suite(train_suite)
     with SandboxPool(1, backend="local") as pool:
@@ -71,7 +71,7 @@ def test_chat_path_equals_agent_loop_trajectory(tok, train_suite):
 
 
 def test_load_examples_formats_and_errors(tok, tmp_path):
-    from harness.trajectory import Trajectory
+    from fixrl.harness.trajectory import Trajectory
 
     t_pass = Trajectory(task_id="a", token_ids=[10, 11, 12, 13], assistant_mask=[0, 0, 1, 1], info={"outcome": "pass"})
     t_fail = Trajectory(task_id="b", token_ids=[10, 11, 12], assistant_mask=[0, 1, 1], info={"outcome": "fail"})
@@ -108,7 +108,7 @@ def test_load_examples_formats_and_errors(tok, tmp_path):
 
 
 def test_argument_value_weights_stress_argument_values_only(tok):
-    from train.sft import argument_value_weights
+    from fixrl.train.sft import argument_value_weights
 
     ids, mask = render_chat(tok, openai_chat(), TOOLS, "x")
     weights = argument_value_weights(tok, ids, mask, 4.0)
@@ -129,12 +129,12 @@ def test_sft_epoch_changes_adapter(tiny_model, tmp_path, train_suite, tok):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    from envs import EnvConfig
-    from harness.cli import main
-    from harness.policies import ScriptedPolicy
-    from harness.rollout import run_episodes
-    from sandbox import SandboxPool
-    from tasks import load_suite
+    from fixrl.envs import EnvConfig
+    from fixrl.harness.cli import main
+    from fixrl.harness.policies import ScriptedPolicy
+    from fixrl.harness.rollout import run_episodes
+    from fixrl.sandbox import SandboxPool
+    from fixrl.tasks import load_suite
 
     suite = load_suite(train_suite)
     data = tmp_path / "demos.jsonl"
@@ -170,7 +170,7 @@ def test_sft_full_finetune_writes_a_checkpoint(tiny_model, tmp_path, tok):
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM
 
-    from harness.cli import main
+    from fixrl.harness.cli import main
 
     data = tmp_path / "chat.jsonl"
     data.write_text(json.dumps({"messages": openai_chat(), "tools": TOOLS}) + "\n")
@@ -200,8 +200,8 @@ def test_data_vocab_head_keeps_the_rows_of_later_stages(tiny_model, tmp_path, ke
     import torch
     from safetensors.torch import load_file
 
-    from harness.trajectory import Trajectory
-    from train.sft import SFTConfig, run_sft
+    from fixrl.harness.trajectory import Trajectory
+    from fixrl.train.sft import SFTConfig, run_sft
 
     now, later, unseen = [100, 101, 102, 103], 555, 777
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"

@@ -9,10 +9,10 @@ import signal
 import pytest
 import torch
 
-from harness.trajectory import Trajectory
-from train.config import make_config
-from train.grpo import deferred_interrupt, grpo_update
-from train.model import Reference
+from fixrl.harness.trajectory import Trajectory
+from fixrl.train.config import make_config
+from fixrl.train.grpo import deferred_interrupt, grpo_update
+from fixrl.train.model import Reference
 
 
 def tiny_peft(seed=0):
@@ -70,7 +70,7 @@ def test_minibatches_clip_against_recomputed_old_logprobs():
 
 
 def test_kl_reference_from_base_weights_and_from_a_frozen_adapter():
-    from train.logprobs import reply_log_probs
+    from fixrl.train.logprobs import reply_log_probs
 
     model = tiny_peft()
     ids = torch.randint(0, 300, (1, 30), generator=torch.Generator().manual_seed(1))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from train.logprobs import plain_log_probs, reply_log_probs
-from train.vocab_head import shared_tail_rows
+from fixrl.train.logprobs import plain_log_probs, reply_log_probs
+from fixrl.train.vocab_head import shared_tail_rows
 
 from test_logprobs import tiny_qwen
 
