@@ -1,6 +1,7 @@
 """Records passed between the agent loop (harness/) and the tool environment (envs/)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -66,7 +67,36 @@ class EpisodeInfo:
     dropped_files: dict[str, str] = field(default_factory=dict)
     """Agent-changed files not carried into the hidden check -> why (test files, new files that
     could shadow modules, changes that reach for the test runner; see envs.changes)."""
+    sample: int | None = None
+    """Which of a task's n episodes this is (0..n-1); set by the agent loop."""
+    seed: int | None = None
+    """The episode's own seed (renaming, sampling); set by the agent loop."""
+    cut_turns: list[int] = field(default_factory=list)
+    """Indices of the assistant turns cut at the token limit (closed with an unsampled
+    `<|im_end|>`); set by the agent loop."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Keys of a stored record that are not fields here (a recipe's own bookkeeping, a newer
+    version's fields): kept so that loading and saving a file changes nothing."""
 
     @property
     def reward(self) -> float:
         return 1.0 if self.outcome == "pass" else 0.0
+
+    @property
+    def errored(self) -> bool:
+        return self.outcome == "error"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (the same keys as the files written before this was a dataclass)."""
+        d = dataclasses.asdict(self)
+        extra = d.pop("extra")
+        return {**extra, **d}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "EpisodeInfo":
+        """Inverse of `to_dict`; unknown keys go to `extra`, missing ones take their defaults."""
+        names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        known = {k: v for k, v in d.items() if k in names}
+        known.setdefault("task_id", "")
+        extra = {**dict(d.get("extra") or {}), **{k: v for k, v in d.items() if k not in names and k != "extra"}}
+        return cls(**known, extra=extra)

@@ -1,9 +1,8 @@
-"""Evaluation: unbiased pass@k, behaviour statistics, the GRPO signal probe, teacher-forced read
-use, paired comparisons and reports. Nothing heavy is imported here: the runner imports the agent loop,
+"""Evaluation: unbiased pass@k, behaviour statistics, the GRPO signal probe, paired
+comparisons and reports. Nothing heavy is imported here: the runner imports the agent loop,
 and the reports matplotlib, inside the functions that need them."""
 from fixrl.evals.passk import Interval, bootstrap_mean, pass_at_k, paired_bootstrap, verdict
 from fixrl.evals.probe import ProbeResult, ProbeStats, probe_result, probe_stats, run_probe
-from fixrl.evals.read_use import ReadUse, read_use
 from fixrl.evals.report import ReportError, report
 from fixrl.evals.run import Comparison, EvalError, EvalResult, TaskResult, compare, evaluate
 from fixrl.evals.stats import behaviour_stats
@@ -11,4 +10,4 @@ from fixrl.evals.stats import behaviour_stats
 __all__ = ["pass_at_k", "bootstrap_mean", "paired_bootstrap", "verdict", "Interval",
            "probe_stats", "probe_result", "run_probe", "ProbeStats", "ProbeResult",
            "behaviour_stats", "evaluate", "compare", "EvalResult", "TaskResult", "Comparison",
-           "EvalError", "report", "ReportError", "read_use", "ReadUse"]
+           "EvalError", "report", "ReportError"]

@@ -164,9 +164,10 @@ class ProbeResult:
 
 
 def run_probe(policy: Any, suite: Any, split: str = "train", k: int = 4, group_size: int = 6,
-              tries: int = 16, needed: int = 4, *, backend: str = "local", seed: int = 0,
-              progress: bool = True, out: Any = None, **eval_kwargs: Any) -> ProbeResult:
-    """k episodes per task (the same batched loop as `evaluate`), then `probe_stats`."""
+              tries: int = 16, needed: int = 4, *, seed: int = 0, progress: bool = True, out: Any = None,
+              **eval_kwargs: Any) -> ProbeResult:
+    """k episodes per task (the same batched loop as `evaluate`; `eval_kwargs` go to it, e.g.
+    `rollouts`, `task_ids`, `policy_info`), then `probe_stats`."""
     from fixrl.evals.run import EvalError, evaluate
 
     if k < 1:
@@ -175,8 +176,8 @@ def run_probe(policy: Any, suite: Any, split: str = "train", k: int = 4, group_s
         raise EvalError(f"--group-size must be >= 2 (a group of {group_size} is never mixed)")
     if tries < 1 or needed < 1:
         raise EvalError(f"--tries and --mixed-groups must be >= 1 (got {tries}, {needed})")
-    result = evaluate(policy, suite, split=split, n=k, ks=(1,), backend=backend, seed=seed,
-                      out=out, progress=progress, **eval_kwargs)
+    result = evaluate(policy, suite, split=split, n=k, ks=(1,), seed=seed, out=out, progress=progress,
+                      **eval_kwargs)
     return probe_result(result, group_size, tries, needed)
 
 

@@ -24,6 +24,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fixrl.harness.agent.policies import Policy
+from fixrl.harness.agent.rollouts import Rollouts, open_rollouts
+from fixrl.harness.agent.trajectory import Trajectory
+from fixrl.sandbox import SandboxConfig
+from fixrl.tasks import Suite
 from fixrl.evals.passk import Interval, bootstrap_mean, paired_bootstrap, pass_at_k, verdict
 from fixrl.evals.stats import behaviour_stats, format_stat, is_error, is_pass
 
@@ -203,10 +208,9 @@ def check_ks(n: int, ks: Sequence[int]) -> list[int]:
     return ks
 
 
-def _episode_seed(traj: Any, seed: int, task_index: int, j: int) -> Any:
-    info = getattr(traj, "info", {}) or {}
-    if info.get("seed") is not None:
-        return info["seed"]
+def _episode_seed(traj: Trajectory, seed: int, task_index: int, j: int) -> Any:
+    if traj.info.seed is not None:
+        return traj.info.seed
     return f"{seed}/{task_index}/{j}"
 
 
@@ -225,7 +229,7 @@ def score(trajectories: Sequence[Any], tasks: Sequence[Any], ks: Sequence[int], 
         by_task[g].append(traj)
     results = []
     for i, (task, trajs) in enumerate(zip(tasks, by_task)):
-        infos = [t.info or {} for t in trajs]
+        infos = [t.info.to_dict() for t in trajs]
         errors = sum(1 for x in infos if is_error(x))
         passes = sum(1 for x in infos if is_pass(x))
         scored = len(trajs) - errors
@@ -296,7 +300,7 @@ def load_eval_policy(model: str | Path | None = None, adapter: str | Path | None
                      seed: int = 0, **sampling: Any) -> tuple[Any, dict[str, Any]]:
     """Check the arguments, then `harness.policies.load_policy`; returns (policy, description)."""
     check_policy_args(model, adapter, policy)
-    from fixrl.harness.policies import load_policy
+    from fixrl.harness.agent.policies import load_policy
 
     if greedy:
         temperature = 0.0  # HFPolicy treats temperature 0 as greedy decoding
@@ -377,56 +381,49 @@ def _progress(enabled: bool, total: int) -> tuple[Any, Callable[..., None] | Non
     return bar, update
 
 
-def evaluate(policy: Any, suite: Any, split: str = "heldout", n: int = 8,
-             ks: Sequence[int] = (1, 4, 8), backend: str = "local",
-             temperature: float | None = None, greedy: bool = False, seed: int = 0,
-             out: Path | str | None = None, progress: bool = True, *,
-             env_config: Any = None, pool_size: int | None = None, image: str | None = None,
-             policy_info: dict[str, Any] | None = None, save_trajectories: bool = True,
-             max_total_tokens: int | None = None,
-             task_ids: Sequence[str] | None = None) -> EvalResult:
+def evaluate(policy: Policy | str, suite: Suite | Path | str, *, split: str = "heldout", n: int = 8,
+             ks: Sequence[int] = (1, 4, 8), seed: int = 0, task_ids: Sequence[str] | None = None,
+             rollouts: Rollouts | None = None, out: Path | str | None = None, progress: bool = True,
+             policy_info: dict[str, Any] | None = None, save_trajectories: bool = True) -> EvalResult:
     """Run n episodes per task of `split` and score them.
 
     policy: a harness Policy, or a scripted policy's name ("oracle" | "blind" | "random").
-    suite: a tasks.Suite or a suite directory. ks: every k must be <= n.
-    temperature / greedy: recorded in the results (None: read from the policy); a Policy object
-    samples as it was built. out: directory for results.json, results.md and trajectories.
-    task_ids: only these tasks of the split (in this order).
+    suite: a tasks.Suite or a suite directory. ks: every k must be <= n. task_ids: only these
+    tasks of the split (in this order). rollouts: where the episodes run and with which episode
+    settings (the caller's, kept open across calls); None: default settings in a local pool of
+    up to 8 sandboxes, opened and closed here. out: directory for results.json, results.md and
+    the trajectories. The sampling temperature is the policy's own, recorded in the results.
     """
-    from fixrl.envs import EnvConfig
-    from fixrl.harness.rollout import run_episodes
-    from fixrl.sandbox import SandboxPool
-
     ks = check_ks(n, ks)
     suite, chosen = load_split(suite, split, task_ids)
     if isinstance(policy, str):
         policy, desc = load_eval_policy(policy=policy, seed=seed)
     else:
         desc = dict(policy_info or {"name": type(policy).__name__, "kind": "object"})
-    if temperature is None:
-        temperature = getattr(policy, "temperature", None)
-    greedy = bool(greedy or getattr(policy, "greedy", False))
+    temperature = getattr(policy, "temperature", None)
+    greedy = bool(getattr(policy, "greedy", False))
     desc.setdefault("temperature", temperature)
     desc.setdefault("greedy", greedy)
-    env_config = env_config if env_config is not None else EnvConfig()
     total = n * len(chosen)
-    size = pool_size or max(1, min(total, 8))
+    own = rollouts is None
+    if own:
+        rollouts = open_rollouts(suite, sandbox=SandboxConfig(pool_size=max(1, min(total, 8))))
     t0 = time.time()
     bar, callback = _progress(progress, total)
     try:
         if bar is not None:
             bar.start()
-        with SandboxPool(size, backend=backend, image=image) as pool:
-            trajs = run_episodes(policy, chosen, n, suite=suite, pool=pool, env_config=env_config,
-                                 seed=seed, max_total_tokens=max_total_tokens, progress=callback)
+        trajs = rollouts.run(policy, chosen, n, seed, progress=callback)
     finally:
         if bar is not None:
             bar.stop()
+        if own:
+            rollouts.close()
     # Episode order within a task follows the agent loop's (episode j of the group).
     trajs = sorted(trajs, key=lambda t: (t.group if t.group is not None else -1))
     results, overall = score(trajs, chosen, ks, n=n, seed=seed, bootstrap_seed=seed)
     result = EvalResult(policy=desc, suite=suite.name, split=split, n=n, ks=ks, seed=seed,
-                        tasks=results, overall=overall, backend=backend, temperature=temperature,
+                        tasks=results, overall=overall, backend=rollouts.backend, temperature=temperature,
                         greedy=greedy, suite_dir=str(suite.dir), seconds=time.time() - t0,
                         created=time.strftime("%Y-%m-%dT%H:%M:%S"))
     if out is not None:
@@ -445,7 +442,7 @@ def save_trajectories_gz(trajs: Sequence[Any], path: Path) -> Path:
 
 
 def load_trajectories_gz(path: Path) -> list[Any]:
-    from fixrl.harness.trajectory import Trajectory
+    from fixrl.harness.agent.trajectory import Trajectory
 
     with gzip.open(path, "rt", encoding="utf-8") as f:
         return [Trajectory.from_dict(json.loads(line)) for line in f if line.strip()]

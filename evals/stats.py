@@ -2,7 +2,7 @@
 
 The design's lesson is that a rising pass rate can come from shortcuts (blind edits, stacking
 guesses) rather than from reading the code; these numbers tell the two apart. They read
-`Trajectory.info` (envs.EpisodeInfo as a dict) and tolerate missing keys, so trajectories from an
+`Trajectory.info` (an envs.EpisodeInfo, or its dict form) and tolerate missing keys, so trajectories from an
 older or partial env still summarise.
 
 Errored episodes (a sandbox died) are counted apart and left out of every other figure: they say
@@ -14,11 +14,16 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from fixrl.envs.types import EpisodeInfo
+
 EXIT_STATUSES = ("submitted", "out_of_turns", "out_of_tokens", "malformed", "error")
 
 
 def _info(t: Any) -> Mapping[str, Any]:
-    return t if isinstance(t, Mapping) else (getattr(t, "info", None) or {})
+    if isinstance(t, Mapping):
+        return t
+    info = getattr(t, "info", None)
+    return info.to_dict() if isinstance(info, EpisodeInfo) else (info or {})
 
 
 def _policy_tokens(t: Any) -> int | None:

@@ -1,11 +1,10 @@
-"""The agent loop and the `fixrl` command line.
+"""The agent loop, the `fixrl` command line and the demo recipe: three subpackages, one way down.
 
-- `harness.tiny`: `init_tiny(path)`, a tiny Qwen2 checkpoint with Qwen2.5's tokenizer and chat
-  template; `qwen25_tokenizer()`; `make_tiny_suite(dir)` for tests and benchmarks.
-- `harness.chat`: prompts from the chat template, `parse_tool_calls`, `format_tool_call`.
-- `harness.policies`: the batched `Policy` protocol, `HFPolicy`, `ScriptedPolicy`, `load_policy`.
-- `harness.rollout`: `run_episodes`, token-exact trajectories in lockstep over a sandbox pool.
-- `harness.trajectory`: the `Trajectory` record; `harness.transcript`: printing and JSONL.
-- `harness.excerpts`: informed episodes cut to a few lines of the read and the edit, the demo's
-  first SFT stage; `harness.demo`: `fixrl demo`.
+- `fixrl.harness.agent`: the agent loop. Chat format and tool-call parsing (`chat`), token-exact
+  trajectories (`trajectory`, `transcript`), batched lockstep rollouts behind the `Rollouts`
+  seam (`rollouts`, `rollout`), policies (`policies`: HF + peft, scripted), the tiny Qwen2
+  checkpoint (`tiny`). Imported by train/ and evals/; imports neither, nor the two below.
+- `fixrl.harness.demo`: the demo's recipe (`fixrl demo`): its config, excerpts, read-use
+  measurement and data-vocabulary head. Uses train/ and evals/; imported only by the CLI.
+- `fixrl.harness.cli`: the command line. Imports everything; imported by nothing.
 """

@@ -14,12 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, Sandbox, SandboxError
+from fixrl.sandbox.config import BACKENDS, SandboxConfig, SandboxConfigError
 from fixrl.sandbox.pool import SandboxPool
 
 DEFAULT_IMAGE = "fixrl-sandbox:base"
 """The base image: Debian bookworm minbase with python3 and pytest (`fixrl sandbox build-image`)."""
-
-BACKENDS = ("local", "docker")
 
 
 def open_sandbox(workspace: Path, backend: str = "local", image: str | None = None,
@@ -38,4 +37,4 @@ def open_sandbox(workspace: Path, backend: str = "local", image: str | None = No
 
 
 __all__ = ["WORKDIR", "DEFAULT_IMAGE", "BACKENDS", "ExecResult", "Limits", "Sandbox",
-           "SandboxError", "SandboxPool", "open_sandbox"]
+           "SandboxError", "SandboxPool", "SandboxConfig", "SandboxConfigError", "open_sandbox"]

@@ -40,7 +40,7 @@ def builtin_suite() -> Path:
 @pytest.fixture(scope="session")
 def tiny_model() -> Path:
     """A tiny Qwen2-architecture checkpoint with Qwen2.5's tokenizer, made by `fixrl init-tiny`."""
-    from fixrl.harness.tiny import init_tiny
+    from fixrl.harness.agent.tiny import init_tiny
 
     path = CACHE / "tiny-qwen2"
     if not (path / "config.json").exists():

@@ -41,6 +41,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
+from fixrl.harness.agent.rollouts import Rollouts
 from fixrl.train.config import GRPOConfig
 
 log = logging.getLogger(__name__)
@@ -125,14 +126,14 @@ def _mean(xs: list[float]) -> float | None:
 def rollout_metrics(batch: Any, G: int) -> dict[str, Any]:
     """What the policy did in every episode sampled for this step (kept or not)."""
     sampled = batch.sampled
-    scored = [t for t in sampled if (t.info or {}).get("outcome") != "error"]
-    passing = [t for t in scored if t.info.get("outcome") == "pass"]
-    failing = [t for t in scored if t.info.get("outcome") != "pass"]
+    scored = [t for t in sampled if t.info.outcome != "error"]
+    passing = [t for t in scored if t.info.outcome == "pass"]
+    failing = [t for t in scored if t.info.outcome != "pass"]
     m: dict[str, Any] = {
         "rollout/episodes": len(sampled),
         "rollout/errors": len(sampled) - len(scored),
         "rollout/reward": _mean([float(t.reward) for t in scored]),
-        "rollout/pass_rate": _mean([1.0 if t.info.get("outcome") == "pass" else 0.0 for t in scored]),
+        "rollout/pass_rate": _mean([1.0 if t.info.outcome == "pass" else 0.0 for t in scored]),
         "groups/tried": batch.groups_tried,
         "groups/kept": len(batch.kept),
         "groups/wanted": batch.wanted,
@@ -149,17 +150,17 @@ def rollout_metrics(batch: Any, G: int) -> dict[str, Any]:
         "policy_tokens/fail": _mean([float(t.num_policy_tokens) for t in failing]),
     }
     for key in ("reads", "tests", "edits", "turns", "malformed"):
-        m[f"rollout/{key}"] = _mean([float(t.info.get(key) or 0) for t in scored])
+        m[f"rollout/{key}"] = _mean([float(getattr(t.info, key) or 0) for t in scored])
     statuses: dict[str, int] = {}
     for t in sampled:
-        s = (t.info or {}).get("exit_status") or "unknown"
+        s = t.info.exit_status or "unknown"
         statuses[s] = statuses.get(s, 0) + 1
     for s in ("submitted", "out_of_turns", "out_of_tokens", "malformed", "error"):
         m[f"exit/{s}"] = statuses.pop(s, 0) / max(len(sampled), 1)
     for s, n in statuses.items():
         m[f"exit/{s}"] = n / max(len(sampled), 1)
-    m["time/tools"] = sum(float((t.info or {}).get("seconds", {}).get("tools", 0.0)) for t in sampled)
-    m["time/checks"] = sum(float((t.info or {}).get("seconds", {}).get("check", 0.0)) for t in sampled)
+    m["time/tools"] = sum(float(t.info.seconds.get("tools", 0.0)) for t in sampled)
+    m["time/checks"] = sum(float(t.info.seconds.get("check", 0.0)) for t in sampled)
     return m
 
 
@@ -186,7 +187,7 @@ def grpo_update(model: Any, groups: list[list[Any]], cfg: GRPOConfig, optimizer:
     trajs = [t for g in groups for t in g]
     group_ids = torch.tensor([i for i, g in enumerate(groups) for _ in g])  # [N]
     rewards = torch.tensor([float(t.reward) for t in trajs])  # [N]
-    turns = torch.tensor([float(t.info.get("turns") or 0) for t in trajs])  # [N]
+    turns = torch.tensor([float(t.info.turns or 0) for t in trajs])  # [N]
     shaped = overlong_shaping(rewards, turns, cfg.max_turns, cfg.overlong_buffer)  # [N]
     advantages = compute_advantages(shaped, group_ids, cfg.scale_rewards)  # [N]
     adv_list = advantages.tolist()
@@ -376,18 +377,18 @@ def prepare_run(cfg: GRPOConfig, resume: bool, overrides: dict[str, Any] | None 
 # ----------------------------------------------------------------------------- evaluation
 
 
-def heldout_eval(policy: Any, suite: Any, cfg: GRPOConfig, env_config: Any, step: int) -> dict[str, Any]:
+def heldout_eval(policy: Any, suite: Any, cfg: GRPOConfig, rollouts: Rollouts, step: int) -> dict[str, Any]:
     """pass@1 on the held-out split (same environment settings, the policy's temperature), with
-    the same seed every time so successive evaluations see the same renamings."""
+    the same seed every time so successive evaluations see the same renamings. `rollouts`: the
+    training run's own sandboxes, with the evaluation's episode settings."""
     from fixrl.evals.run import evaluate
 
     tasks = suite.split(cfg.eval_split)
     ids = [t.id for t in tasks][: cfg.eval_max_tasks] if cfg.eval_max_tasks else None
     n = cfg.eval_generations
-    res = evaluate(policy, suite, split=cfg.eval_split, n=n, ks=[1], backend=cfg.backend, seed=mix_seed(cfg.seed, "eval"),
-                   out=Path(cfg.out) / "evals" / f"step_{step:06d}", progress=False, env_config=env_config,
-                   pool_size=cfg.pool_size, image=cfg.image, max_total_tokens=cfg.max_total_tokens, task_ids=ids,
-                   policy_info={"name": "grpo", "step": step, "temperature": cfg.temperature})
+    res = evaluate(policy, suite, split=cfg.eval_split, n=n, ks=[1], seed=mix_seed(cfg.seed, "eval"),
+                   out=Path(cfg.out) / "evals" / f"step_{step:06d}", progress=False, rollouts=rollouts,
+                   task_ids=ids, policy_info={"name": "grpo", "step": step, "temperature": cfg.temperature})
     p1 = res.overall.get("pass@1")
     stats = res.overall.get("stats") or {}
     m = {"eval/pass@1": p1["mean"] if p1 else None, "eval/episodes": res.overall.get("episodes"),
@@ -409,10 +410,10 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
 
     from fixrl import tasks as tasks_pkg
     from fixrl.envs import EnvConfig
-    from fixrl.harness.policies import TimedPolicy
-    from fixrl.harness.policies.hf import HFPolicy
-    from fixrl.harness.rollout import run_episodes
-    from fixrl.sandbox import SandboxPool
+    from fixrl.harness.agent.policies import TimedPolicy
+    from fixrl.harness.agent.policies.hf import HFPolicy
+    from fixrl.harness.agent.rollouts import open_rollouts
+    from fixrl.sandbox import SandboxConfig
     from fixrl.train.model import Reference, check_adapter_dir, is_peft, load_trainable, trainable_parameters
     from fixrl.train.sampler import DynamicSampler
     from fixrl.train.sft import lr_factor
@@ -497,8 +498,10 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
 
     started = time.time()
     try:
-        with SandboxPool(cfg.pool_size, backend=cfg.backend, image=cfg.image) as pool, \
+        sandbox = SandboxConfig(backend=cfg.backend, image=cfg.image, pool_size=cfg.pool_size)
+        with open_rollouts(suite, env_config, sandbox, max_total_tokens=cfg.max_total_tokens) as rollouts, \
                 (progress if progress is not None else contextlib.nullcontext()):
+            eval_rollouts = rollouts.with_env(eval_env)
             bar = progress.add_task("grpo", total=cfg.steps, completed=start_step) if progress is not None else None
             for step_index in range(start_step, cfg.steps):
                 this = step_index + 1
@@ -507,9 +510,7 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
 
                 # 1. sample: groups of G, several per batched rollout call
                 def rollout(task_list, call_index, _step=this):
-                    return run_episodes(policy, task_list, cfg.num_generations, suite=suite, pool=pool,
-                                        env_config=env_config, seed=mix_seed(cfg.seed, _step, call_index),
-                                        max_total_tokens=cfg.max_total_tokens)
+                    return rollouts.run(policy, task_list, cfg.num_generations, mix_seed(cfg.seed, _step, call_index))
 
                 if progress is not None:
                     progress.update(bar, description=f"step {this}: sampling")
@@ -548,7 +549,7 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
                         progress.update(bar, description=f"step {this}: held-out eval")
                     t0 = time.perf_counter()
                     with preserved_rng():
-                        row.update(heldout_eval(policy, suite, cfg, eval_env, this))
+                        row.update(heldout_eval(policy, suite, cfg, eval_rollouts, this))
                     row["time/eval"] = time.perf_counter() - t0
                 row["time/step"] = time.perf_counter() - t_step
                 runlog.write(row)

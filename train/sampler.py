@@ -23,6 +23,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from fixrl.harness.agent.trajectory import Trajectory
+
 log = logging.getLogger(__name__)
 
 # rollout(tasks, call_index) -> trajectories with traj.group = index into `tasks`
@@ -58,8 +60,8 @@ class SampleBatch:
         return [t for g in self.kept for t in g]
 
 
-def _errored(t: Any) -> bool:
-    return (t.info or {}).get("outcome") == "error"
+def _errored(t: Trajectory) -> bool:
+    return t.info.outcome == "error"
 
 
 class DynamicSampler:

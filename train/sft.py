@@ -188,7 +188,7 @@ def normalise_messages(messages: list[Any], where: str) -> list[dict]:
 
 def render_chat(tokenizer: Any, messages: list[dict], tools: list[dict] | None, where: str) -> tuple[list[int], list[int]]:
     """Token ids and assistant mask of a chat conversation in the tokenizer's template."""
-    from fixrl.harness.chat import END_OF_TURN
+    from fixrl.harness.agent.chat import END_OF_TURN
 
     messages = normalise_messages(messages, where)
 
@@ -371,7 +371,7 @@ def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
     rng = random.Random(cfg.seed)
     head_ctx = contextlib.nullcontext(None)
     if cfg.data_vocab_head:
-        from fixrl.train.vocab_head import shared_tail_rows
+        from fixrl.harness.demo.vocab_head import shared_tail_rows
 
         vocab = {t for e in examples for t in e.token_ids}
         if cfg.head_vocab_data:

@@ -8,7 +8,7 @@ import pytest
 
 from fixrl.evals.run import EvalError, EvalResult, compare, score
 from fixrl.harness.cli import main
-from fixrl.harness.trajectory import Trajectory
+from fixrl.harness.agent.trajectory import Trajectory
 
 
 def run_cli(capsys, *argv):

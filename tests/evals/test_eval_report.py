@@ -9,7 +9,7 @@ import pytest
 from fixrl.evals.report import ReportError, load_metrics, report
 from fixrl.evals.run import EvalResult, score
 from fixrl.harness.cli import main
-from fixrl.harness.trajectory import Trajectory
+from fixrl.harness.agent.trajectory import Trajectory
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

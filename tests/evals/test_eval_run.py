@@ -45,7 +45,7 @@ def test_oracle_passes_everything_and_saves_results(mini_suite, tmp_path):
     back = EvalResult.load(out)
     assert back.pass_at(1) == 1.0 and [t.task_id for t in back.tasks] == [t.task_id for t in r.tasks]
     trajs = load_trajectories_gz(out / "trajectories.jsonl.gz")
-    assert len(trajs) == 8 and all(t.info["outcome"] == "pass" for t in trajs)
+    assert len(trajs) == 8 and all(t.info.outcome == "pass" for t in trajs)
     assert all(t.num_policy_tokens > 0 for t in trajs)
     assert "| pass@1 | 1.000 |" in (out / "results.md").read_text()
     # Per-episode seeds are recorded, distinct within a task, and the same in a rerun with the

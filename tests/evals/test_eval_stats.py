@@ -6,7 +6,7 @@ import pytest
 
 from fixrl.evals.run import EvalResult, score
 from fixrl.evals.stats import behaviour_stats
-from fixrl.harness.trajectory import Trajectory
+from fixrl.harness.agent.trajectory import Trajectory
 from dataclasses import dataclass
 
 
@@ -44,11 +44,13 @@ def test_behaviour_stats():
 
 
 def test_behaviour_stats_tolerates_missing_keys_and_empty():
+    # A trajectory's info is a typed EpisodeInfo: keys an older file lacks take their defaults.
     s = behaviour_stats([Trajectory(task_id="x", info={"outcome": "fail"})])
-    assert s["reads"] is None and s["read_before_edit"] is None and s["pass_rate"] == 0.0
+    assert s["reads"] == 0.0 and s["read_before_edit"] is None and s["pass_rate"] == 0.0
     assert behaviour_stats([])["pass_rate"] is None
-    # bare info dicts work too (no token counts then)
+    # bare info dicts work too (no token counts then), missing keys left out of the means
     assert behaviour_stats([{"outcome": "pass", "reads": 3}])["reads"] == 3.0
+    assert behaviour_stats([{"outcome": "fail"}])["reads"] is None
 
 
 @dataclass

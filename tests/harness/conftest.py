@@ -9,7 +9,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def tiny_suite_dir(tmp_path_factory) -> Path:
-    from fixrl.harness.tiny import make_tiny_suite
+    from fixrl.harness.agent.tiny import make_tiny_suite
 
     return make_tiny_suite(tmp_path_factory.mktemp("suite") / "tiny")
 
@@ -31,6 +31,6 @@ def tiny_tokenizer(tiny_model):
 @pytest.fixture(scope="session")
 def tiny_policy(tiny_model):
     """One loaded HFPolicy for the session (tests set its sampling fields as they need)."""
-    from fixrl.harness.policies.hf import HFPolicy
+    from fixrl.harness.agent.policies.hf import HFPolicy
 
     return HFPolicy(tiny_model, temperature=1.0, max_new_tokens=16)

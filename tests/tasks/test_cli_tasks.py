@@ -35,7 +35,7 @@ def test_command_module_imports_nothing_heavy():
     import subprocess
     import sys
 
-    code = ("import sys, harness.commands.tasks; "
-            "print(sorted(m for m in ('tasks', 'pydantic', 'yaml', 'sandbox', 'rich', 'torch') if m in sys.modules))")
+    code = ("import sys, fixrl.harness.cli.commands.tasks; "
+            "print(sorted(m for m in ('fixrl.tasks', 'pydantic', 'yaml', 'fixrl.sandbox', 'rich', 'torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -66,7 +66,7 @@ def test_errored_episodes_are_dropped_before_the_mixed_check():
                        groups_per_rollout=2)
     batch = s.sample(rollout)
     assert batch.errors == 2 and batch.too_small == 1 and len(batch.kept) == 1
-    assert [t.info["outcome"] for t in batch.kept[0]] == ["pass", "fail"]
+    assert [t.info.outcome for t in batch.kept[0]] == ["pass", "fail"]
 
 
 def test_skip_solved_draws_solved_tasks_less_often():
@@ -108,8 +108,8 @@ def test_scripted_policies_in_real_sandboxes(train_suite):
     """The oracle passes every episode: no group is mixed, all tries are spent. A blind policy
     passes some: every kept group really holds a pass and a fail from the real hidden check."""
     from fixrl.envs import EnvConfig
-    from fixrl.harness.policies import ScriptedPolicy
-    from fixrl.harness.rollout import run_episodes
+    from fixrl.harness.agent.policies import ScriptedPolicy
+    from fixrl.harness.agent.local import LocalRollouts
     from fixrl.sandbox import SandboxPool
     from fixrl.tasks import load_suite
 
@@ -119,21 +119,20 @@ def test_scripted_policies_in_real_sandboxes(train_suite):
     G = 3
     with SandboxPool(6, backend="local") as pool:
         def rollout_with(policy):
-            return lambda ts, k: run_episodes(policy, ts, G, suite=suite, pool=pool, env_config=env_config,
-                                              seed=k)
+            return lambda ts, k: LocalRollouts(suite, env_config, pool=pool).run(policy, ts, G, k)
 
         oracle = DynamicSampler(train, num_generations=G, min_mixed_groups=1, max_group_tries=2,
                                 groups_per_rollout=2)
         batch = oracle.sample(rollout_with(ScriptedPolicy("oracle")))
         assert batch.groups_tried == 2 and batch.all_pass == 2 and batch.kept == [] and batch.short
-        assert all(t.reward == 1.0 and t.info["outcome"] == "pass" for t in batch.sampled)
+        assert all(t.reward == 1.0 and t.info.outcome == "pass" for t in batch.sampled)
         assert all(oracle.status(t.id) == "solved" for t in train if t.id in oracle.draws)
 
         blind = DynamicSampler(train, num_generations=G, min_mixed_groups=3, max_group_tries=3,
                                groups_per_rollout=3, seed=0)
         batch = blind.sample(rollout_with(ScriptedPolicy("blind", seed=1)))
-        outcomes = [t.info["outcome"] for t in batch.sampled]
+        outcomes = [t.info.outcome for t in batch.sampled]
         assert set(outcomes) <= {"pass", "fail"} and batch.errors == 0
         assert batch.groups_tried == 3 and batch.rollout_calls == 1 and len(batch.kept) + batch.all_pass + batch.all_fail == batch.groups_tried
         for g in batch.kept:
-            assert {t.info["outcome"] for t in g} == {"pass", "fail"}
+            assert {t.info.outcome for t in g} == {"pass", "fail"}

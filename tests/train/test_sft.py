@@ -55,15 +55,14 @@ def test_chat_path_equals_agent_loop_trajectory(tok, train_suite):
     """Rendering a scripted episode's messages gives exactly the ids and mask the agent loop
     recorded: the two SFT formats teach the same tokens."""
     from fixrl.envs import EnvConfig
-    from fixrl.harness.policies import ScriptedPolicy
-    from fixrl.harness.rollout import run_episodes
+    from fixrl.harness.agent.policies import ScriptedPolicy
+    from fixrl.harness.agent.local import LocalRollouts
     from fixrl.sandbox import SandboxPool
     from fixrl.tasks import load_suite
 
     suite = load_suite(train_suite)
     with SandboxPool(1, backend="local") as pool:
-        [traj] = run_episodes(ScriptedPolicy("oracle", tokenizer=tok), suite.split("train")[:1], 1, suite=suite,
-                              pool=pool, env_config=EnvConfig(max_turns=4), seed=0)
+        [traj] = LocalRollouts(suite, EnvConfig(max_turns=4), pool=pool).run(ScriptedPolicy("oracle", tokenizer=tok), suite.split("train")[:1], 1, 0)
     ids, mask = render_chat(tok, traj.messages, traj.tools, "traj")
     n = len(traj.token_ids)
     # the trajectory ends after the last assistant turn's <|im_end|>; the full render adds "\n"
@@ -71,7 +70,7 @@ def test_chat_path_equals_agent_loop_trajectory(tok, train_suite):
 
 
 def test_load_examples_formats_and_errors(tok, tmp_path):
-    from fixrl.harness.trajectory import Trajectory
+    from fixrl.harness.agent.trajectory import Trajectory
 
     t_pass = Trajectory(task_id="a", token_ids=[10, 11, 12, 13], assistant_mask=[0, 0, 1, 1], info={"outcome": "pass"})
     t_fail = Trajectory(task_id="b", token_ids=[10, 11, 12], assistant_mask=[0, 1, 1], info={"outcome": "fail"})
@@ -131,17 +130,16 @@ def test_sft_epoch_changes_adapter(tiny_model, tmp_path, train_suite, tok):
 
     from fixrl.envs import EnvConfig
     from fixrl.harness.cli import main
-    from fixrl.harness.policies import ScriptedPolicy
-    from fixrl.harness.rollout import run_episodes
+    from fixrl.harness.agent.policies import ScriptedPolicy
+    from fixrl.harness.agent.local import LocalRollouts
     from fixrl.sandbox import SandboxPool
     from fixrl.tasks import load_suite
 
     suite = load_suite(train_suite)
     data = tmp_path / "demos.jsonl"
     with SandboxPool(3, backend="local") as pool:
-        trajs = run_episodes(ScriptedPolicy("oracle", tokenizer=tok), suite.split("train"), 1, suite=suite, pool=pool,
-                             env_config=EnvConfig(max_turns=4), seed=0)
-    failing = dict(trajs[0].to_dict(), info=dict(trajs[0].info, outcome="fail"))
+        trajs = LocalRollouts(suite, EnvConfig(max_turns=4), pool=pool).run(ScriptedPolicy("oracle", tokenizer=tok), suite.split("train"), 1, 0)
+    failing = dict(trajs[0].to_dict(), info=dict(trajs[0].info.to_dict(), outcome="fail"))
     data.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in trajs) + json.dumps(failing) + "\n")
     out = tmp_path / "adapter"
     rc = main(["sft", "--model", str(tiny_model), "--data", str(data), "--out", str(out), "--epochs", "2",
@@ -200,7 +198,7 @@ def test_data_vocab_head_keeps_the_rows_of_later_stages(tiny_model, tmp_path, ke
     import torch
     from safetensors.torch import load_file
 
-    from fixrl.harness.trajectory import Trajectory
+    from fixrl.harness.agent.trajectory import Trajectory
     from fixrl.train.sft import SFTConfig, run_sft
 
     now, later, unseen = [100, 101, 102, 103], 555, 777

@@ -9,7 +9,7 @@ import signal
 import pytest
 import torch
 
-from fixrl.harness.trajectory import Trajectory
+from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.train.config import make_config
 from fixrl.train.grpo import deferred_interrupt, grpo_update
 from fixrl.train.model import Reference

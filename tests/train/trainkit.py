@@ -9,6 +9,8 @@ from pathlib import Path
 
 from minisuite import write_mutant_suite
 
+from fixrl.envs.types import EpisodeInfo
+
 
 OPS = textwrap.dedent('''\
     """Small helpers."""
@@ -85,7 +87,8 @@ class FakeTraj:
     """Just what the sampler reads: group, reward, info."""
 
     def __init__(self, task_id: str, group: int, reward: float, outcome: str):
-        self.task_id, self.group, self.reward, self.info = task_id, group, reward, {"outcome": outcome}
+        self.task_id, self.group, self.reward = task_id, group, reward
+        self.info = EpisodeInfo(task_id=task_id, outcome=outcome)
 
 
 def bernoulli_rollout(rates: dict[str, float], G: int, seed: int = 0, error_rate: float = 0.0, calls=None):

@@ -1,0 +1,129 @@
+"""Policies: what writes the assistant turns of a rollout.
+
+A policy is batched: the agent loop hands it one `GenRequest` per live episode (the episode's
+whole conversation as token ids, ending with the generation prompt) and gets back one
+`Generation` per request: the token ids it sampled for that turn. The loop, not the policy,
+decodes them, parses the tool call and builds the trajectory, so a model and a scripted policy
+go through exactly the same path.
+
+- `HFPolicy` (harness/policies/hf.py): a transformers causal LM, optionally with a peft adapter.
+- `ScriptedPolicy` (harness/policies/scripted.py): the envs engineer's oracle / blind / random
+  plans, written as Hermes tool-call text and tokenised, so its trajectories are SFT data.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+SCRIPTED_POLICIES = ("oracle", "blind", "random")
+
+
+@dataclass
+class GenRequest:
+    """One live episode's next turn."""
+
+    prompt_ids: list[int]
+    """The episode's token ids so far, ending with the template's generation prompt."""
+    max_new_tokens: int
+    """Most tokens this turn may take (the policy's own limit or the episode's remaining budget)."""
+    state: Any = None
+    """What `policy.start(...)` returned for this episode (scripted plans keep their plan here)."""
+    observation: str | None = None
+    """The environment's last observation (None before the first turn)."""
+
+
+@dataclass
+class Generation:
+    """One turn's sampled tokens."""
+
+    token_ids: list[int]
+    """Sampled ids; when `stopped`, the last one is the end-of-turn token (`<|im_end|>`)."""
+    logprobs: list[float] | None
+    """Log-prob of each sampled id under the sampling distribution (after temperature and top-p);
+    None for policies that do not sample (scripted)."""
+    stopped: bool
+    """True when the turn ended with the end-of-turn token; False when cut at max_new_tokens."""
+
+
+@runtime_checkable
+class Policy(Protocol):
+    tokenizer: Any
+    """A transformers tokenizer with the model's chat template."""
+    name: str
+
+    def seed(self, seed: int) -> None:
+        """Make the following generations reproducible."""
+        ...
+
+    def start(self, task: Any, env: Any, seed: int) -> Any:
+        """Called once per episode after `env.reset()`; the result comes back as `GenRequest.state`."""
+        ...
+
+    def generate(self, requests: list[GenRequest]) -> list[Generation]:
+        """The next turn of every request, in order, in one batched step."""
+        ...
+
+
+class TimedPolicy:
+    """Delegates to a policy and adds up the wall time spent in `generate` (the trainer's
+    `time/generate` and the rollout bench's generation-only figures)."""
+
+    def __init__(self, policy: Any) -> None:
+        self._policy = policy
+        self.seconds = 0.0
+
+    def generate(self, requests):
+        t0 = time.perf_counter()
+        try:
+            return self._policy.generate(requests)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._policy, name)
+
+
+def load_policy(model: str | Path | None = None, adapter: str | Path | None = None,
+                policy: str | None = None, **sampling: Any) -> Policy:
+    """A policy from command-line style arguments: `policy` names a scripted one
+    (oracle | blind | random; `seed`, `tokenizer` accepted), or `model` is a checkpoint directory
+    with an optional peft `adapter` directory (`temperature`, `top_p`, `max_new_tokens`, `device`,
+    `greedy`, `batch_size`, `cpu_threads` accepted). Raises ValueError / FileNotFoundError with a clear message."""
+    if (model is None) == (policy is None):
+        raise ValueError("give exactly one of a model directory (--model) or a scripted policy name "
+                         f"(--policy {'|'.join(SCRIPTED_POLICIES)})")
+    if policy is not None:
+        if adapter is not None:
+            raise ValueError("an adapter (--adapter) goes with a model (--model), not a scripted policy")
+        if policy not in SCRIPTED_POLICIES:
+            raise ValueError(f"unknown policy {policy!r}: choose one of {', '.join(SCRIPTED_POLICIES)} "
+                             "(or pass --model DIR for a language model)")
+        unknown = set(sampling) - {"seed", "tokenizer"}
+        if unknown:
+            raise ValueError(f"scripted policy {policy!r} takes no {', '.join(sorted(unknown))} option")
+        from fixrl.harness.agent.policies.scripted import ScriptedPolicy
+
+        return ScriptedPolicy(policy, **sampling)
+    from fixrl.harness.agent.policies.hf import HFPolicy
+
+    sampling.pop("seed", None)  # sampling seeds come from the agent loop (Policy.seed)
+    return HFPolicy(model, adapter=adapter, **sampling)
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: importing the package must not import torch/transformers.
+    if name == "HFPolicy":
+        from fixrl.harness.agent.policies.hf import HFPolicy
+
+        return HFPolicy
+    if name == "ScriptedPolicy":
+        from fixrl.harness.agent.policies.scripted import ScriptedPolicy
+
+        return ScriptedPolicy
+    raise AttributeError(name)
+
+
+__all__ = ["Policy", "GenRequest", "Generation", "HFPolicy", "ScriptedPolicy", "load_policy",
+           "SCRIPTED_POLICIES"]

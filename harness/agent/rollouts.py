@@ -1,0 +1,52 @@
+"""The rollout seam: how GRPO, `fixrl eval`, the probe, `fixrl rollout` and the demo get
+episodes, whatever runs their environments.
+
+    rollouts = open_rollouts(suite, env_config, sandbox_config)
+    with rollouts:
+        trajs = rollouts.run(policy, tasks, n=8, seed=0)
+
+The caller builds it once from a typed `EnvConfig` and `SandboxConfig` and keeps it for the
+whole job, so that training and its periodic evaluation share one set of sandboxes
+(`with_env` gives the same sandboxes other episode settings). `LocalRollouts` (one process,
+`harness.agent.local`) is the default and the fastest path on one machine.
+"""
+from __future__ import annotations
+
+from typing import Callable, Protocol, Sequence, runtime_checkable
+
+from fixrl.envs import EnvConfig
+from fixrl.harness.agent.local import LocalRollouts
+from fixrl.harness.agent.policies import Policy
+from fixrl.harness.agent.trajectory import Trajectory
+from fixrl.sandbox import SandboxConfig
+from fixrl.tasks import Suite, Task
+
+
+@runtime_checkable
+class Rollouts(Protocol):
+    backend: str
+    """The sandbox backend the episodes run in (recorded in results)."""
+
+    def run(self, policy: Policy, tasks: Sequence[Task], n: int, seed: int = 0, *,
+            progress: Callable[[Trajectory], None] | None = None) -> list[Trajectory]:
+        """n episodes of each task, ordered by (task, sample); `traj.group` is the task's index.
+        For the same policy, tasks, n and seed, every implementation gives the same episodes."""
+        ...
+
+    def with_env(self, env: EnvConfig, *, max_total_tokens: int | None = None) -> "Rollouts":
+        """The same sandboxes (or workers) with other episode settings; closing it is a no-op."""
+        ...
+
+    def close(self) -> None:
+        """Release every sandbox (and worker) the rollouts hold."""
+        ...
+
+    def __enter__(self) -> "Rollouts": ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+def open_rollouts(suite: Suite | None, env: EnvConfig | None = None, sandbox: SandboxConfig | None = None,
+                  *, max_total_tokens: int | None = None) -> Rollouts:
+    """The rollouts a job's config asks for (today: episodes in this process)."""
+    return LocalRollouts(suite, env, sandbox, max_total_tokens=max_total_tokens)

@@ -1,0 +1,5 @@
+import sys
+
+from fixrl.harness.cli import main
+
+sys.exit(main())

@@ -1,0 +1,38 @@
+"""SandboxConfig: where an episode's sandboxes run, one typed record that every job's config
+nests (GRPO, evaluation, the probe, the demo) instead of copying its fields."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fixrl.sandbox.pool import SandboxPool
+
+BACKENDS = ("local", "docker")
+
+
+@dataclass
+class SandboxConfig:
+    """The sandboxes behind a run's episodes."""
+
+    backend: str = "local"
+    """`local` (bubblewrap, no daemon) or `docker` (a hardened container per sandbox)."""
+    image: str | None = None
+    """Docker image of the sandboxes; None: the task's own `image`, else `fixrl-sandbox:base`."""
+    pool_size: int = 4
+    """Sandboxes used at once: the number of episodes that advance in lockstep."""
+
+    def validate(self) -> None:
+        """Raise SandboxConfigError naming the field when a value cannot work."""
+        if self.backend not in BACKENDS:
+            raise SandboxConfigError(f"sandbox backend {self.backend!r}: use one of {', '.join(BACKENDS)}")
+        if not isinstance(self.pool_size, int) or self.pool_size < 1:
+            raise SandboxConfigError(f"pool_size {self.pool_size!r}: must be an integer >= 1")
+
+    def open_pool(self, size: int | None = None) -> SandboxPool:
+        """A pool of `size` sandboxes (default `pool_size`); the caller closes it (`with`)."""
+        self.validate()
+        return SandboxPool(size or self.pool_size, backend=self.backend, image=self.image)
+
+
+class SandboxConfigError(ValueError):
+    """A sandbox setting that cannot work (unknown backend, pool size below 1): the user's to fix.
+    Not a SandboxError: nothing failed, and retrying would fail the same way."""

@@ -1,0 +1,62 @@
+"""fixrl rollout and fixrl bench rollout from the command line (in-process)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fixrl.harness.cli import main
+from fixrl.harness.agent.transcript import load_jsonl
+
+
+def test_rollout_oracle_prints_and_saves(tiny_suite_dir, tmp_path, capsys):
+    out = tmp_path / "trajs.jsonl"
+    rc = main(["rollout", "--policy", "oracle", "--suite", str(tiny_suite_dir), "--task", "add-one-off",
+               "-n", "2", "--save", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "add-one-off" in text and "pass" in text and '"name": "read"' in text
+    trajs = load_jsonl(out)
+    assert len(trajs) == 2 and all(t.info.outcome == "pass" for t in trajs)
+    assert trajs[0].token_ids and trajs[0].tools and trajs[0].messages[0]["role"] == "system"
+
+
+def test_rollout_model_quiet_gz(tiny_suite_dir, tiny_model, tmp_path, capsys):
+    out = tmp_path / "t.jsonl.gz"
+    rc = main(["rollout", "--model", str(tiny_model), "--suite", str(tiny_suite_dir), "--split", "heldout",
+               "--max-new-tokens", "4", "--max-turns", "1", "--quiet", "--save", str(out)])
+    assert rc == 0
+    (traj,) = load_jsonl(out)
+    assert traj.task_id == "clamp-high" and len(traj.sampler_logprobs) == len(traj.token_ids)
+    assert "1 episode in" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--policy", "telepathy"], "unknown policy 'telepathy'"),
+    (["--model", "/nonexistent/model"], "does not exist"),
+    (["--policy", "oracle", "--task", "no-such-task"], "no-such-task"),
+    (["--policy", "oracle", "-n", "0"], "-n 0"),
+    (["--policy", "oracle", "--adapter", "/x"], "--adapter goes with --model"),
+])
+def test_rollout_bad_input(tiny_suite_dir, capsys, argv, message):
+    assert main(["rollout", "--suite", str(tiny_suite_dir), *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_rollout_bad_suite(tmp_path, capsys):
+    assert main(["rollout", "--policy", "oracle", "--suite", str(tmp_path / "nope")]) == 2
+    assert "no such directory" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bench_rollout_json(tiny_model, capsys):
+    rc = main(["bench", "rollout", "--json", "--model", str(tiny_model), "--episodes", "3", "--batch", "3",
+               "--max-new-tokens", "4", "--turns", "2", "--repeats", "2"])
+    assert rc == 0
+    r = json.loads(capsys.readouterr().out)
+    assert len(r["batched"]["all_seconds"]) == 2 and r["batched"]["seconds"] == min(r["batched"]["all_seconds"])
+    assert r["one_at_a_time"]["episodes"] == r["batched"]["episodes"] == 3
+    # the second turn of every episode ran only its new tokens: the first turn's came from its cache
+    assert r["batched"]["prompt_tokens_from_cache"] > 3 * 300
+    assert r["batched"]["lockstep"] == 3 and r["one_at_a_time"]["lockstep"] == 1
+    assert r["speedup_episodes_per_min"] > 0 and r["batched"]["errors"] == 0
