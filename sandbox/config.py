@@ -3,6 +3,7 @@ nests (GRPO, evaluation, the probe, the demo) instead of copying its fields."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from fixrl.sandbox.pool import SandboxPool
 
@@ -13,7 +14,7 @@ BACKENDS = ("local", "docker")
 class SandboxConfig:
     """The sandboxes behind a run's episodes."""
 
-    backend: str = "local"
+    backend: Literal["local", "docker"] = "local"
     """`local` (bubblewrap, no daemon) or `docker` (a hardened container per sandbox)."""
     image: str | None = None
     """Docker image of the sandboxes; None: the task's own `image`, else `fixrl-sandbox:base`."""
