@@ -348,7 +348,7 @@ def _progress(enabled: bool, total: int) -> tuple[Any, Callable[..., None] | Non
 
     def update(*args: Any, **kwargs: Any) -> None:
         traj = args[0] if args else kwargs.get("trajectory")
-        if traj is not None and getattr(traj, "info", {}).get("outcome") == "pass":
+        if traj is not None and traj.info.outcome == "pass":
             state["passes"] += 1
         bar.update(tid, advance=1, passes=state["passes"])
 
