@@ -169,52 +169,11 @@ def run_command(argv: list[str], *, cwd: str, env: dict[str, str], timeout: floa
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, close_fds=True)
     _limit_child(proc.pid, cpu_seconds, oom_first)
-    fd = proc.stdout.fileno()
-    os.set_blocking(fd, False)
     out = _Capped(max_output)
-    deadline = start + timeout
     code: int | None = None
-    exited_at: float | None = None
     timed_out = False
     try:
-        while True:
-            now = time.monotonic()
-            if now >= deadline and code is None:
-                timed_out = True
-                break
-            wait = min(deadline - now, 0.02 if code is not None else 0.25)
-            try:
-                ready, _, _ = select.select([fd], [], [], max(wait, 0))
-            except InterruptedError:
-                ready = []
-            eof = False
-            if ready:
-                try:
-                    chunk = os.read(fd, CHUNK)
-                except BlockingIOError:
-                    chunk = None
-                if chunk is None:
-                    pass
-                elif not chunk:
-                    eof = True
-                else:
-                    out.add(chunk)
-            if code is None:
-                code = _poll(proc.pid)
-                if code is not None:
-                    exited_at = time.monotonic()
-            if code is not None and (eof or time.monotonic() - exited_at > EXIT_GRACE):
-                break
-            if eof and code is None:
-                # Output closed; the process is exiting, or lives on without output.
-                pause = 0.0001
-                while code is None and time.monotonic() < deadline:
-                    time.sleep(pause)
-                    pause = min(pause * 2, 0.01)
-                    code = _poll(proc.pid)
-                if code is None:
-                    timed_out = True
-                break
+        code, timed_out = _pump(proc, out, start + timeout)
     finally:
         if timed_out:
             kill_group(proc.pid)
@@ -236,6 +195,52 @@ def run_command(argv: list[str], *, cwd: str, env: dict[str, str], timeout: floa
         "seconds": time.monotonic() - start,
         "truncated": out.dropped > 0,
     }
+
+
+def _pump(proc: subprocess.Popen, out: _Capped, deadline: float) -> tuple[int | None, bool]:
+    """Read the command's output into `out` until it has exited and closed its output (or a
+    grace period after its exit), or the deadline: (exit code or None, timed out)."""
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    code: int | None = None
+    exited_at: float | None = None
+    while True:
+        now = time.monotonic()
+        if now >= deadline and code is None:
+            return None, True
+        eof = _read_ready(fd, out, min(deadline - now, 0.02 if code is not None else 0.25))
+        if code is None:
+            code = _poll(proc.pid)
+            if code is not None:
+                exited_at = time.monotonic()
+        if code is not None and (eof or time.monotonic() - exited_at > EXIT_GRACE):
+            return code, False
+        if eof and code is None:
+            # Output closed; the process is exiting, or lives on without output.
+            pause = 0.0001
+            while code is None and time.monotonic() < deadline:
+                time.sleep(pause)
+                pause = min(pause * 2, 0.01)
+                code = _poll(proc.pid)
+            return code, code is None
+
+
+def _read_ready(fd: int, out: _Capped, wait: float) -> bool:
+    """One read of `fd` if it becomes readable within `wait` seconds; True at end of file."""
+    try:
+        ready, _, _ = select.select([fd], [], [], max(wait, 0))
+    except InterruptedError:
+        return False
+    if not ready:
+        return False
+    try:
+        chunk = os.read(fd, CHUNK)
+    except BlockingIOError:
+        return False
+    if not chunk:
+        return True
+    out.add(chunk)
+    return False
 
 
 def bad_command(cmd: str) -> dict | None:
