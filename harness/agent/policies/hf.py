@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
-from fixrl.harness.agent.policies import GenRequest, Generation
+from fixrl.harness.agent.policies import Generation, GenRequest
+from fixrl.tasks import Task
 
 
 def _check_model_dir(model_path: Path) -> None:
@@ -282,7 +282,7 @@ class HFPolicy:
     def seed(self, seed: int) -> None:
         self._generator.manual_seed(seed)
 
-    def start(self, task: Any, env: Any, seed: int) -> Any:
+    def start(self, task: Task, env: Any, seed: int) -> Any:
         return _KVState() if self.reuse_cache else None
 
     def generate(self, requests: list[GenRequest]) -> list[Generation]:
