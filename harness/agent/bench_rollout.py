@@ -30,6 +30,7 @@ from fixrl.harness.agent.policies import TimedPolicy
 from fixrl.harness.agent.tiny import cache_dir, init_tiny, make_tiny_suite
 from fixrl.sandbox import SandboxConfig
 from fixrl.tasks.check import PRELUDE
+from rich.table import Table
 
 
 class BenchError(ValueError):
@@ -99,7 +100,7 @@ def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, back
 
 def measure(cfg: Config) -> dict[str, Any]:
     """Both arms, each `cfg.repeats` times interleaved; the fastest run of each and the ratios."""
-    from fixrl.harness.agent.policies.hf import HFPolicy  # torch and transformers
+    from fixrl.harness.agent.policies.hf import HFPolicy  # noqa: PLC0415 - torch and transformers, only when the bench runs
 
     cfg.validate()
     with tempfile.TemporaryDirectory(prefix="fixrl-bench-rollout-") as tmp:
@@ -129,7 +130,8 @@ def measure(cfg: Config) -> dict[str, Any]:
     batched["all_seconds"] = [r["seconds"] for r in batches]
     return {
         "model": str(model), "device": str(policy.device),
-        "torch_threads_generating": (policy.cpu_threads or "auto (free cores)") if policy.device.type == "cpu" else None,
+        "torch_threads_generating": (policy.cpu_threads or "auto (free cores)")
+        if policy.device.type == "cpu" else None,
         "cpus": os.cpu_count(), "max_new_tokens": cfg.max_new_tokens, "turns_per_episode": cfg.turns,
         "backend": cfg.backend, "repeats": cfg.repeats, "one_at_a_time": one, "batched": batched,
         "speedup_episodes_per_min": round(batched["episodes_per_min"] / one["episodes_per_min"], 2),
@@ -141,7 +143,6 @@ def measure(cfg: Config) -> dict[str, Any]:
 
 def show(result: dict[str, Any], console: Any) -> None:
     """The two arms and their ratios as a table."""
-    from rich.table import Table
 
     table = Table(title=f"agent loop on {Path(result['model']).name}, fastest of {result['repeats']} runs per arm "
                         f"({result['device']}, {result['cpus']} CPUs, "
