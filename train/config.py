@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal
 
+from fixrl.harness.precision import PRECISIONS
+
 ScaleRewards = Literal["none", "group", "rloo"]
 LossType = Literal["token_mean", "seq_mean_token_mean", "seq_mean_token_sum", "constant"]
 KLEstimator = Literal["k1", "k2", "k3"]
@@ -186,7 +188,10 @@ class GRPOConfig(LoRAConfig):
     tensorboard: bool = True
     """Write TensorBoard events to RUN/tb (skipped with a warning when tensorboard is absent)."""
     device: str | None = None
-    """"cpu", "cuda" or None (CUDA when present). CUDA trains under fp16 autocast + GradScaler."""
+    """"cpu", "cuda" or None (CUDA when present)."""
+    precision: str | None = None
+    """"fp32", "fp16" (frozen weights float16, LoRA float32, fp16 autocast and a GradScaler: the
+    T4 path) or "bf16"; None: fp16 on CUDA, fp32 elsewhere. A run records the resolved value."""
     preset: str | None = None
     """The preset these values came from (for the record only)."""
 
@@ -230,6 +235,8 @@ class GRPOConfig(LoRAConfig):
             raise bad("skip_keep_prob", "must be in [0, 1]")
         if self.overlong_buffer > self.max_turns:
             raise bad("overlong_buffer", f"must be <= max_turns ({self.max_turns})")
+        if self.precision is not None and self.precision not in PRECISIONS:
+            raise bad("precision", f"must be one of {', '.join(map(repr, PRECISIONS))} (or None: by device)")
         if not (isinstance(self.reward, str) and self.reward in ("hidden", "public")) and not callable(self.reward):
             raise bad("reward", 'must be "hidden", "public", "module:function" or a callable')
 

@@ -29,6 +29,7 @@ up, and the batches the model generates in depend on timing), or across torch ve
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gzip
 import json
 import logging
@@ -182,6 +183,7 @@ def grpo_update(model: Any, groups: list[list[Any]], cfg: GRPOConfig, optimizer:
     from fixrl.train.logprobs import reply_log_probs
     from fixrl.train.losses import LossStats, policy_loss
     from fixrl.train.model import trainable_parameters
+    from fixrl.train.precision import optimizer_step
 
     trajs = [t for g in groups for t in g]
     group_ids = torch.tensor([i for i, g in enumerate(groups) for _ in g])  # [N]
@@ -204,7 +206,8 @@ def grpo_update(model: Any, groups: list[list[Any]], cfg: GRPOConfig, optimizer:
     def forward(batch, grad: bool, entropy: bool = False):
         ids, mask = pad_rows([t for t, _ in batch], pad_id)
         with torch.set_grad_enabled(grad):
-            out = reply_log_probs(model, ids, mask, cfg.temperature, cfg.chunk_size, return_entropy=entropy)
+            out = reply_log_probs(model, ids, mask, cfg.temperature, cfg.chunk_size, return_entropy=entropy,
+                                  precision=cfg.precision)
         return out, mask.to(device)
 
     micro = cfg.micro_batch_size
@@ -225,7 +228,7 @@ def grpo_update(model: Any, groups: list[list[Any]], cfg: GRPOConfig, optimizer:
 
     gen = torch.Generator().manual_seed(mix_seed(cfg.seed, step, "minibatches"))
     stats = LossStats()
-    losses, grad_norms = [], []
+    losses, grad_norms, skipped = [], [], 0
     ent_sum, ent_n = 0.0, 0
     for epoch in range(cfg.epochs):
         order = torch.randperm(len(items), generator=gen) if cfg.minibatches > 1 else torch.arange(len(items))
@@ -261,16 +264,17 @@ def grpo_update(model: Any, groups: list[list[Any]], cfg: GRPOConfig, optimizer:
                 if ent is not None:
                     ent_sum += float((ent * mask).sum())
                     ent_n += int(mask.sum())
-            scaler.unscale_(optimizer)
-            grad_norms.append(float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)))
-            scaler.step(optimizer)
-            scaler.update()
-            scheduler.step()
+            result = optimizer_step(optimizer, scaler, params, cfg.max_grad_norm)
+            if result.skipped:  # inf/nan gradients: no update, and the schedule does not advance
+                skipped += 1
+            else:
+                grad_norms.append(result.grad_norm)
+                scheduler.step()
             losses.append(mb_loss)
     m.update(stats.means())
     m.update({"loss/policy": _mean(losses), "entropy": ent_sum / ent_n if ent_n else None,
               "grad_norm": _mean(grad_norms), "lr": scheduler.get_last_lr()[0],
-              "train/optimizer_steps": len(losses)})
+              "train/optimizer_steps": len(losses) - skipped, "train/skipped_steps": skipped})
     if scaler.is_enabled():
         m["train/loss_scale"] = float(scaler.get_scale())
     return m, adv_list
@@ -414,6 +418,7 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
     from fixrl.harness.rollout import run_episodes
     from fixrl.sandbox import SandboxPool
     from fixrl.train.model import Reference, check_adapter_dir, is_peft, load_trainable, trainable_parameters
+    from fixrl.train.precision import mixed_precision, restore_scaler
     from fixrl.train.sampler import DynamicSampler
     from fixrl.train.sft import lr_factor
 
@@ -439,14 +444,16 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
     if start_step:
         weights = ckpt / "adapter"
         if weights.exists():
-            model, tok = load_trainable(cfg.model, weights, cfg, cfg.device)
+            model, tok = load_trainable(cfg.model, weights, cfg, cfg.device, cfg.precision)
         else:
-            model, tok = load_trainable(ckpt / "model", None, cfg, cfg.device)
+            model, tok = load_trainable(ckpt / "model", None, cfg, cfg.device, cfg.precision)
     else:
         if cfg.adapter is not None:
             check_adapter_dir(cfg.adapter)
-        model, tok = load_trainable(cfg.model, cfg.adapter, cfg, cfg.device)
+        model, tok = load_trainable(cfg.model, cfg.adapter, cfg, cfg.device, cfg.precision)
     device = next(model.parameters()).device
+    amp = mixed_precision(cfg.precision, device)
+    cfg = dataclasses.replace(cfg, precision=amp.precision)  # config.json records the resolved setting
     out.mkdir(parents=True, exist_ok=True)
     cfg.save(out / "config.json")  # the resolved config, every field
     reference = None
@@ -463,20 +470,20 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
     optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: lr_factor(s, cfg.steps, cfg.warmup_steps, "constant"))
-    scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
+    scaler = amp.grad_scaler()
     sampler = DynamicSampler.from_config(train_tasks, cfg)
     if start_step:
         state = torch.load(ckpt / "trainer_state.pt", map_location="cpu", weights_only=False)
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-        scaler.load_state_dict(state["scaler"])
         try:
+            restore_scaler(scaler, state["scaler"])
             sampler.load_state_dict(json.loads((ckpt / "sampler.json").read_text()))
         except ValueError as e:
             raise RunError(f"--resume: {e}") from e
         set_rng_state(state["rng"])
     policy = TimedPolicy(HFPolicy(model=model, tokenizer=tok, temperature=cfg.temperature, top_p=cfg.top_p,
-                                  max_new_tokens=cfg.max_new_tokens))
+                                  max_new_tokens=cfg.max_new_tokens, precision=amp.precision))
     prompt = dict(system_prompt=cfg.system_prompt, tool_schemas=cfg.tool_schemas)
     env_config = EnvConfig(max_turns=cfg.max_turns, max_edits=cfg.max_edits, rename=cfg.rename, reward=cfg.reward,
                            **prompt)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from fixrl.harness.precision import PRECISIONS
 from fixrl.train.config import LoRAConfig
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,9 @@ class SFTConfig(LoRAConfig):
     """Data order and LoRA initialisation."""
     device: str | None = None
     """"cpu", "cuda" or None (CUDA when present)."""
+    precision: str | None = None
+    """"fp32", "fp16" (frozen weights float16, LoRA float32, fp16 autocast and a GradScaler) or
+    "bf16"; None: fp16 on CUDA, fp32 elsewhere. sft_config.json records the resolved value."""
 
     def validate(self) -> None:
         for name in ("epochs", "batch_size", "micro_batch_size", "chunk_size"):
@@ -108,6 +112,9 @@ class SFTConfig(LoRAConfig):
             raise ValueError("SFTConfig.data: give at least one data file")
         if self.lr_scheduler not in ("linear", "cosine", "constant"):
             raise ValueError(f"SFTConfig.lr_scheduler={self.lr_scheduler!r}: use linear, cosine or constant")
+        if self.precision is not None and self.precision not in PRECISIONS:
+            raise ValueError(f"SFTConfig.precision={self.precision!r}: use {', '.join(PRECISIONS)} "
+                             "(or None: by device)")
         if self.data_vocab_head and not self.full_finetune:
             raise ValueError("SFTConfig.data_vocab_head needs full_finetune (--full): a LoRA run's "
                              "frozen head cannot share rows")
@@ -345,13 +352,14 @@ def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
 
     from fixrl.train.logprobs import reply_log_probs
     from fixrl.train.model import load_trainable, save_trainable, trainable_parameters
+    from fixrl.train.precision import mixed_precision, optimizer_step
 
     cfg.validate()
     random.seed(cfg.seed)
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     out = Path(cfg.out)
-    model, tok = load_trainable(cfg.model, cfg.adapter, cfg, cfg.device)
+    model, tok = load_trainable(cfg.model, cfg.adapter, cfg, cfg.device, cfg.precision)
     examples, counts = load_examples(cfg.data, tok, cfg.passing_only, cfg.max_length)
     if not examples:
         raise DataError(f"no training examples left in {', '.join(map(str, cfg.data))} "
@@ -359,11 +367,11 @@ def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
     if cfg.value_weight != 1.0:
         for e in examples:
             e.weights = argument_value_weights(tok, e.token_ids, e.assistant_mask, cfg.value_weight)
-    device = next(model.parameters()).device
-    use_cuda = device.type == "cuda"
+    amp = mixed_precision(cfg.precision, next(model.parameters()).device)
+    cfg = dataclasses.replace(cfg, precision=amp.precision)  # sft_config.json records the resolved setting
     steps_per_epoch = math.ceil(len(examples) / cfg.batch_size)
     total_steps = steps_per_epoch * cfg.epochs
-    scaler = torch.amp.GradScaler("cuda", enabled=use_cuda)
+    scaler = amp.grad_scaler()
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
     out.mkdir(parents=True, exist_ok=True)
     metrics_path = out / "sft_metrics.jsonl"
@@ -380,7 +388,7 @@ def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
     model.train()
     history: list[float] = []
     t0 = time.time()
-    step = 0
+    step = skipped = 0
     tokens_seen = 0
     progress = _progress(console)
     with progress if progress is not None else contextlib.nullcontext(), head_ctx as head:
@@ -405,20 +413,23 @@ def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
                     for r, e in enumerate(micro):
                         if e.weights is not None:
                             weights[r, :len(e.weights)] = torch.tensor(e.weights)
-                    logp = reply_log_probs(model, ids, mask, 1.0, cfg.chunk_size, head=head)  # [b, T]
+                    logp = reply_log_probs(model, ids, mask, 1.0, cfg.chunk_size, head=head,
+                                           precision=amp.precision)  # [b, T]
                     # token mean over the batch (weights > 1 stress some tokens; the divisor stays a count)
                     loss = -(logp * weights.to(logp.device)).sum() / n_tokens
                     scaler.scale(loss).backward()
                     loss_sum += float(loss.detach())
-                scaler.unscale_(optimizer)
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
-                scaler.step(optimizer)
-                scaler.update()
-                scheduler.step()
+                result = optimizer_step(optimizer, scaler, params, cfg.max_grad_norm)
+                if result.skipped:  # inf/nan gradients: no update, and the schedule does not advance
+                    skipped += 1
+                else:
+                    scheduler.step()
                 step += 1
                 tokens_seen += n_tokens
                 history.append(loss_sum)
-                row = {"step": step, "epoch": epoch, "loss": loss_sum, "grad_norm": grad_norm,
+                row = {"step": step, "epoch": epoch, "loss": loss_sum,
+                       "grad_norm": None if result.skipped else result.grad_norm, "skipped": result.skipped,
+                       "loss_scale": result.loss_scale,
                        "tokens": n_tokens, "lr": scheduler.get_last_lr()[0], "seconds": time.time() - t0}
                 with metrics_path.open("a") as f:
                     f.write(json.dumps(row) + "\n")
@@ -426,7 +437,8 @@ def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
                     progress.update(task, advance=1, description=f"sft epoch {epoch + 1} loss {loss_sum:.3f}")
     save_trainable(model, tok, out)
     summary = {"steps": step, "examples": len(examples), "counts": counts, "policy_tokens": tokens_seen,
-               "first_loss": history[0], "last_loss": history[-1], "seconds": time.time() - t0,
+               "first_loss": history[0], "last_loss": history[-1], "skipped_steps": skipped,
+               "precision": amp.precision, "seconds": time.time() - t0,
                "out": str(out)}
     cfg_dict = dataclasses.asdict(cfg)
     (out / "sft_config.json").write_text(json.dumps({"config": cfg_dict, "summary": summary}, indent=2) + "\n")

@@ -7,6 +7,8 @@ import argparse
 import json
 from pathlib import Path
 
+from fixrl.harness.precision import PRECISIONS
+
 
 def _ks(text: str) -> list[int]:
     try:
@@ -28,6 +30,9 @@ def _policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
     p.add_argument("--max-new-tokens", type=int, default=None,
                    help="tokens per assistant turn (model policies; default: the policy's)")
+    p.add_argument("--precision", choices=PRECISIONS, default=None,
+                   help="model policies: weights and autocast in fp32 | fp16 | bf16 (default: fp16 on CUDA, "
+                        "fp32 elsewhere)")
     p.add_argument("--backend", choices=("local", "docker"), default="local",
                    help="sandbox backend")
     p.add_argument("--pool-size", type=int, default=None, help="sandboxes used concurrently")
@@ -115,6 +120,10 @@ def _load_policy(args):
     sampling = {}
     if args.max_new_tokens is not None and args.model is not None:
         sampling["max_new_tokens"] = args.max_new_tokens
+    if args.precision is not None:
+        if args.model is None:
+            raise UserError("--precision sets a model's weights and autocast; a scripted --policy has none")
+        sampling["precision"] = args.precision
     try:
         return load_eval_policy(model=args.model, adapter=args.adapter, policy=args.policy,
                                 temperature=args.temperature, greedy=getattr(args, "greedy", False),

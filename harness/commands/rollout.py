@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fixrl.harness.precision import PRECISIONS
+
 
 def register(sub) -> None:
     p = sub.add_parser("rollout", help="run episodes (scripted policy or model), print transcripts, save JSONL")
@@ -22,6 +24,8 @@ def register(sub) -> None:
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature; 0 = greedy (model only)")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (model only)")
     p.add_argument("--max-new-tokens", type=int, default=256, help="tokens per assistant turn (model only)")
+    p.add_argument("--precision", choices=PRECISIONS, default=None,
+                   help="fp32 | fp16 | bf16 (model only; default: fp16 on CUDA, fp32 elsewhere)")
     p.add_argument("--max-total-tokens", type=int, help="token budget per episode (ends as out_of_tokens)")
     p.add_argument("--max-turns", type=int, help="tool calls per episode (default: the task's limit)")
     p.add_argument("--rename", action="store_true", help="rename the buggy function per episode")
@@ -84,6 +88,8 @@ def run(args) -> int:
         raise UserError(f"-n {args.n}: give at least 1 episode per task")
     if args.adapter and not args.model:
         raise UserError("--adapter goes with --model")
+    if args.precision and not args.model:
+        raise UserError("--precision goes with --model (a scripted --policy has no weights)")
     if args.pool_size is not None and args.pool_size < 1:
         raise UserError(f"--pool-size {args.pool_size}: must be >= 1")
     suite = resolve_suite(args.suite)
@@ -93,7 +99,7 @@ def run(args) -> int:
             policy = load_policy(policy=args.policy, seed=args.seed)
         else:
             policy = load_policy(model=args.model, adapter=args.adapter, temperature=args.temperature,
-                                 top_p=args.top_p, max_new_tokens=args.max_new_tokens)
+                                 top_p=args.top_p, max_new_tokens=args.max_new_tokens, precision=args.precision)
     except (OSError, ValueError) as e:
         what = f"--policy {args.policy}" if args.policy else f"--model {args.model}"
         raise UserError(f"{what}: {e}") from None

@@ -6,6 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from fixrl.harness.precision import PRECISIONS
+
+PRECISION_HELP = "fp32 | fp16 | bf16 (default: fp16 on CUDA, fp32 elsewhere; fp16 on a CPU runs the T4's code, slowly)"
+"""Help text of --precision, shared by `fixrl sft` and `fixrl grpo`."""
+
 # GRPO flags -> GRPOConfig fields (dest names equal field names); defaults None = "not given",
 # so the preset's value stands unless the user sets one.
 _GRPO_FLAGS = [
@@ -28,6 +33,7 @@ _GRPO_FLAGS = [
     (("--lora-alpha",), dict(type=int, help="alpha of a new LoRA adapter")),
     (("--lora-dropout",), dict(type=float, help="dropout of a new LoRA adapter (keep 0 for RL)")),
     (("--device",), dict(help="cpu | cuda (default: cuda when present)")),
+    (("--precision",), dict(choices=PRECISIONS, help="frozen weights, autocast and loss scaling: " + PRECISION_HELP)),
 ]
 
 
@@ -85,6 +91,8 @@ def register(sub) -> None:
                    help="loss weight of tool-call argument values (paths, edit text) against 1")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--device", default=None)
+    s.add_argument("--precision", choices=PRECISIONS, default=None,
+                   help="frozen weights, autocast and loss scaling: " + PRECISION_HELP)
     s.add_argument("--quiet", action="store_true", help="no progress display")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.set_defaults(func=cmd_sft)
@@ -192,7 +200,7 @@ def cmd_sft(args: argparse.Namespace) -> int:
                     lr_scheduler=args.lr_scheduler,
                     max_length=args.max_length, passing_only=args.passing_only, lora_rank=args.lora_rank,
                     lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout, lora_target_modules=targets,
-                    full_finetune=args.full, seed=args.seed, device=args.device,
+                    full_finetune=args.full, seed=args.seed, device=args.device, precision=args.precision,
                     data_vocab_head=args.data_vocab_head, value_weight=args.value_weight)
     try:
         cfg.validate()
