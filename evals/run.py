@@ -317,7 +317,8 @@ def load_eval_policy(model: str | Path | None = None, adapter: str | Path | None
         f"+{Path(adapter).name}" if adapter is not None else "")
     desc = {"name": name, "kind": "scripted" if policy else "model", "policy": policy,
             "model": str(model) if model else None, "adapter": str(adapter) if adapter else None,
-            "temperature": None if policy else temperature, "greedy": greedy}
+            "temperature": None if policy else temperature, "greedy": greedy,
+            "precision": getattr(pol, "precision", None)}
     return pol, desc
 
 

@@ -48,3 +48,19 @@ def test_model_precision_reads_the_frozen_weights():
     assert model_precision(net) == "bf16"
     net[0].requires_grad_(True)  # every half weight trainable: nothing says the setting
     assert model_precision(net) == "fp32"
+
+
+def test_a_policy_loads_and_generates_in_the_setting(tiny_model):
+    """`fixrl eval --precision`: the model's weights in the setting's dtype, generation in it (the
+    KV cache an episode keeps is half precision), and the eval record names the setting."""
+    from fixrl.evals.run import load_eval_policy
+    from fixrl.harness.policies import GenRequest
+
+    policy, desc = load_eval_policy(model=tiny_model, temperature=1.0, max_new_tokens=4, precision="fp16")
+    assert policy.precision == desc["precision"] == "fp16"
+    assert {p.dtype for p in policy.model.parameters()} == {torch.float16}
+    state = policy.start(None, None, 0)
+    [gen] = policy.generate([GenRequest(prompt_ids=[151644, 872, 198, 9707], max_new_tokens=4, state=state)])
+    assert len(gen.token_ids) == len(gen.logprobs) >= 1 and all(lp < 0 for lp in gen.logprobs)
+    assert state.kv and state.kv[0][0].dtype == torch.float16
+    assert load_eval_policy(model=tiny_model, max_new_tokens=4)[1]["precision"] == "fp32"  # the CPU default

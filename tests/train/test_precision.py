@@ -52,6 +52,8 @@ def test_the_setting_on_configs_and_the_command_line(tmp_path, capsys):
     assert main(["grpo", "--out", str(tmp_path / "r"), "--model", "m", "--suite", "s", "--precision", "fp16",
                  "--print-config"]) == 0
     assert json.loads(capsys.readouterr().out)["precision"] == "fp16"
+    assert main(["grpo", "--out", str(tmp_path / "r"), "--resume", "--precision", "fp32"]) == 2
+    assert "drop --precision" in capsys.readouterr().err  # a run keeps the precision it started with
     with pytest.raises(SystemExit):
         main(["sft", "--model", "m", "--data", "d", "--out", "o", "--precision", "half"])
     assert "invalid choice: 'half'" in capsys.readouterr().err
