@@ -265,6 +265,7 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     if device.type == "cuda":
         torch.cuda.init()
+        torch.cuda.set_device(device)  # the allocator statistics the probe reads are the current device's
     warm_up(device, args.precision)
     probe = Probe(device)
     cap_memory(device, args.cap_bytes)
