@@ -19,6 +19,7 @@ The comparison made in the same run is bf16 against fp32 (memory and time of the
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -36,8 +37,6 @@ def _list(kind, choices=None):
         items = [kind(x.strip()) for x in text.split(",") if x.strip()]
         bad = [x for x in items if choices is not None and x not in choices]
         if not items or bad:
-            import argparse
-
             raise argparse.ArgumentTypeError(f"{text!r}: give a comma-separated list of "
                                              f"{', '.join(map(str, choices)) if choices else 'numbers'}")
         return items
