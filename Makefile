@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 FIXRL := $(VENV)/bin/fixrl
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test test-fast venv bwrap docker image bench clean
+.PHONY: demo test test-fast venv bwrap docker image bench bench-gpu clean
 
 venv: $(VENV)/.installed
 
@@ -39,6 +39,11 @@ bench: venv docker image
 	$(FIXRL) bench sandbox
 	$(FIXRL) bench rollout
 	$(FIXRL) bench logprobs
+
+# The T4 check, on a CUDA machine whose venv has a CUDA build of torch: fp16 GRPO updates at
+# Qwen2.5-0.5B/1.5B/3B for 5.6k- and 8k-token trajectories under a 15 GB cap, one JSON file.
+bench-gpu: venv
+	$(FIXRL) bench gpu --out runs/bench-gpu.json
 
 clean:
 	rm -rf $(VENV) runs

@@ -379,6 +379,8 @@ def evaluate(policy: Policy | str, suite: Suite | Path | str, *, split: str = "h
     greedy = bool(getattr(policy, "greedy", False))
     desc.setdefault("temperature", temperature)
     desc.setdefault("greedy", greedy)
+    if desc.get("precision") is None:  # the setting the model runs in, resolved on its device
+        desc["precision"] = getattr(policy, "precision", None)
     total = n * len(chosen)
     own = rollouts is None
     if own:

@@ -11,8 +11,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fixrl.sandbox import DEFAULT_IMAGE, open_sandbox
-from fixrl.sandbox.config import SandboxConfigError
 from rich.table import Table
+
+class BenchError(ValueError):
+    """A benchmark that cannot run as asked (the message names the setting); every `fixrl bench`
+    raises this one."""
+
 
 TARGET_EXEC_RATIO = 8.0
 TARGET_RESET_MS = 150.0
@@ -33,7 +37,7 @@ class Config:
 
     def validate(self) -> None:
         if self.n < 1 or self.files < 3:
-            raise SandboxConfigError(f"bench sandbox: n ({self.n}) must be >= 1 and files ({self.files}) >= 3")
+            raise BenchError(f"bench sandbox: n ({self.n}) must be >= 1 and files ({self.files}) >= 3")
 
 
 def _make_repo(path, n_files: int) -> None:

@@ -1,8 +1,8 @@
 """`fixrl bench logprobs`: peak memory and time of a training step's log-probs, three ways.
 
 Model: Qwen2.5-0.5B's dimensions (vocab 151,936, hidden 896, 14 heads / 2 KV heads,
-intermediate 4,864, tied embeddings) with random weights and FEWER decoder layers than the
-real 24 (default 4, `--layers`), so the run takes minutes on a CPU. The output head's memory
+intermediate 4,864, tied embeddings) with random weights and by default FEWER decoder layers
+than the real 24 (4, so the run takes minutes on a CPU; `--layers all` runs all 24). The output head's memory
 and time do not depend on the layer count; the decoder's time does, and it is what separates
 (b) from (c): (b) runs every layer over about 3.6 times as many positions. With fewer layers
 the head's fixed cost is a larger share of both, so the measured time ratio understates the
@@ -21,13 +21,10 @@ states (a: head + log-softmax over all T positions; c: fixrl's chunked head at t
 positions; "one chunk": fixrl's head on one chunk alone, as many positions as the largest
 chunk it computes: the ~600 positions are split into equal chunks of at most --chunk-size).
 
-How memory is measured, and why: torch's CPU allocator keeps no statistics and tracemalloc does
-not see it, so each measurement runs in a fresh subprocess that builds the model, resets the
-kernel's peak-RSS counter (writing 5 to /proc/self/clear_refs resets VmHWM), runs the step,
-and reports VmHWM minus the RSS just before the step. glibc is told to serve every allocation
-of 128 KiB or more with its own mmap (MALLOC_MMAP_THRESHOLD_), so a freed tensor leaves RSS at
-once and the peak is the peak of live memory, not of a heap that never shrinks. This is the
-memory the machine actually had to provide (tensors plus BLAS workspaces), not an estimate.
+How memory is measured: peak RSS above the RSS before the step, each measurement in a fresh
+subprocess (`train/bench_proc.py` says how and why). The naive step (a) keeps every layer's
+activations and the [T, V] logits; when the estimate of what it needs exceeds the memory
+available (at 24 layers it does, on a 24 GiB machine) it is not run, and the output says so.
 Time is the CPU seconds (user + system) the process spent in the step, from getrusage, with one
 torch thread by default (`--threads`): on a machine shared with other jobs, wall-clock time of
 runs made one after another measures the neighbours' load as much as the method, and with
@@ -38,11 +35,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
-import subprocess
 import sys
 import time
+
+from fixrl.train.bench_proc import (BenchError, WorkerFailed, available_gib, cpu_seconds, reset_peak, run_worker,
+                                    status_mib)
 
 VOCAB, HIDDEN, HEADS, KV_HEADS, INTERMEDIATE = 151_936, 896, 14, 2, 4_864
 REAL_LAYERS = 24
@@ -50,8 +47,8 @@ WORKERS = ("head_chunk", "head_fixrl", "head_naive", "step_fixrl", "step_per_tur
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--layers", type=int, default=4,
-                        help=f"decoder layers (Qwen2.5-0.5B has {REAL_LAYERS}; fewer for speed)")
+    parser.add_argument("--layers", type=_layers, default=4,
+                        help=f"decoder layers, or `all` (Qwen2.5-0.5B has {REAL_LAYERS}; default 4 for speed)")
     parser.add_argument("--tokens", type=int, default=5600, help="trajectory length")
     parser.add_argument("--reply-tokens", type=int, default=600, help="tokens the policy sampled")
     parser.add_argument("--turns", type=int, default=6, help="assistant turns")
@@ -61,6 +58,18 @@ def add_arguments(parser) -> None:
                         help="torch threads per measurement (1: CPU time is the work done, no spin-waiting)")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per measurement")
     parser.add_argument("--worker", choices=WORKERS, help=argparse.SUPPRESS)
+
+
+def _layers(text: str) -> int:
+    if text == "all":
+        return REAL_LAYERS
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--layers {text!r}: a number of layers or `all`") from None
+    if not 1 <= n <= REAL_LAYERS:
+        raise argparse.ArgumentTypeError(f"--layers {n}: between 1 and {REAL_LAYERS}")
+    return n
 
 
 def layout(tokens: int, reply: int, turns: int, prompt: int) -> list[tuple[int, int]]:
@@ -84,27 +93,6 @@ def largest_chunk(n: int, chunk_size: int) -> int:
 
 
 # ----------------------------------------------------------------------------- worker side
-def _status_mib(key: str) -> float:
-    text = open("/proc/self/status").read()
-    return int(re.search(rf"^{key}:\s+(\d+) kB", text, re.M).group(1)) / 1024
-
-
-def _cpu_seconds() -> float:
-    import resource
-
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def _reset_peak() -> bool:
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
 def _worker(args) -> dict:
     import gc
 
@@ -162,12 +150,12 @@ def _worker(args) -> dict:
     reply_log_probs(model, ids[:, :64], torch.cat([torch.zeros(1, 32), torch.ones(1, 32)], 1).long()).sum().backward()
     model.zero_grad(set_to_none=True)
     gc.collect()
-    before = _status_mib("VmRSS")
-    exact = _reset_peak()
-    t0, c0 = time.perf_counter(), _cpu_seconds()
+    before = status_mib("VmRSS")
+    exact = reset_peak()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     run()
-    seconds, cpu = time.perf_counter() - t0, _cpu_seconds() - c0
-    peak = _status_mib("VmHWM")
+    seconds, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+    peak = status_mib("VmHWM")
     return {"method": args.worker, "peak_mib": peak - before, "seconds": seconds, "cpu_seconds": cpu,
             "threads": torch.get_num_threads(), "exact_peak": exact,
             "tokens": T, "reply_tokens": int(mask.sum()), "layers": args.layers}
@@ -175,47 +163,74 @@ def _worker(args) -> dict:
 
 # ----------------------------------------------------------------------------- driver side
 def _measure(name: str, args) -> dict:
-    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072")
-    cmd = [sys.executable, "-m", "fixrl.train.bench_logprobs", "--worker", name, "--layers", str(args.layers),
-           "--tokens", str(args.tokens), "--reply-tokens", str(args.reply_tokens), "--turns", str(args.turns),
-           "--prompt-tokens", str(args.prompt_tokens), "--chunk-size", str(args.chunk_size),
-           "--threads", str(args.threads)]
+    argv = ["--worker", name, "--layers", str(args.layers), "--tokens", str(args.tokens), "--reply-tokens",
+            str(args.reply_tokens), "--turns", str(args.turns), "--prompt-tokens", str(args.prompt_tokens),
+            "--chunk-size", str(args.chunk_size), "--threads", str(args.threads)]
     try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"bench logprobs: {name} took more than {args.timeout:.0f}s (--timeout)") from None
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout)[-2000:]
-        raise RuntimeError(f"bench logprobs: {name} failed (exit {proc.returncode}):\n{tail}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        return run_worker("fixrl.train.bench_logprobs", argv, args.timeout)
+    except WorkerFailed as e:
+        raise BenchError(f"bench logprobs: {name} failed ({e}); --timeout sets the seconds per measurement") from None
 
 
-def _check_memory(args) -> None:
-    from fixrl.harness.cli import UserError
+def naive_need_gib(tokens: int, layers: int) -> tuple[float, float]:
+    """Estimated GiB the naive baselines need: (head stage alone: ~4 live [T, V] float32 tensors,
+    the whole naive step: that plus every layer's activations kept for the backward pass, about
+    T x (12 H + 5 I) float32 a layer); each with 2 GiB for the process itself."""
+    head = 4 * tokens * VOCAB * 4 / 2**30 + 2
+    return head, head + layers * tokens * (12 * HIDDEN + 5 * INTERMEDIATE) * 4 / 2**30
 
-    need = 4 * args.tokens * VOCAB * 4 / 2**30 + 2  # the naive head: ~4 live [T, V] float32 tensors
-    try:
-        avail = int(re.search(r"MemAvailable:\s+(\d+)", open("/proc/meminfo").read()).group(1)) / 2**20
-    except (OSError, AttributeError):
-        return
-    if avail < need:
-        raise UserError(f"the naive baseline needs about {need:.1f} GiB and {avail:.1f} GiB is available; "
-                        f"free memory or pass a smaller --tokens (and --reply-tokens)")
+
+def _plan(args) -> dict[str, str]:
+    """Workers to skip (name -> why); BenchError when even the naive head stage cannot fit."""
+    avail = available_gib()
+    if avail is None:
+        return {}
+    head, step = naive_need_gib(args.tokens, args.layers)
+    if avail < head:
+        raise BenchError(f"the naive baseline's head stage needs about {head:.1f} GiB and {avail:.1f} GiB is "
+                         "available; free memory or pass a smaller --tokens (and --reply-tokens)")
+    if avail < step:
+        return {"step_naive": f"not run: needs about {step:.1f} GiB ({args.layers} layers' activations and the "
+                              f"[T, V] logits), {avail:.1f} GiB available"}
+    return {}
+
+
+def _ratios(results: dict, args) -> dict[str, float]:
+    step = {k: results.get(f"step_{k}") for k in ("naive", "per_turn", "fixrl")}
+    headm = {k: results[f"head_{k}"] for k in ("naive", "fixrl", "chunk")}
+    r = {
+        "logits_memory_naive_over_fixrl": headm["naive"]["peak_mib"] / headm["fixrl"]["peak_mib"],
+        "logits_memory_fixrl_over_one_chunk": headm["fixrl"]["peak_mib"] / headm["chunk"]["peak_mib"],
+        "time_per_turn_over_fixrl": step["per_turn"]["cpu_seconds"] / step["fixrl"]["cpu_seconds"],
+        "wall_time_per_turn_over_fixrl": step["per_turn"]["seconds"] / step["fixrl"]["seconds"],
+    }
+    if "peak_mib" in (step["naive"] or {}):
+        r["step_memory_naive_over_fixrl"] = step["naive"]["peak_mib"] / step["fixrl"]["peak_mib"]
+        r["time_naive_over_fixrl"] = step["naive"]["cpu_seconds"] / step["fixrl"]["cpu_seconds"]
+    if args.layers < REAL_LAYERS:
+        # The head's work is the same in (b) and (c) (the same reply positions); the rest is the
+        # decoder, linear in the layer count: project the ratio to the real model's 24 layers.
+        head_s = headm["fixrl"]["cpu_seconds"]
+        per_layer = {k: max(step[k]["cpu_seconds"] - head_s, 0.0) / args.layers for k in ("per_turn", "fixrl")}
+        r[f"time_per_turn_over_fixrl_projected_{REAL_LAYERS}_layers"] = (
+            (REAL_LAYERS * per_layer["per_turn"] + head_s) / (REAL_LAYERS * per_layer["fixrl"] + head_s))
+    return r
 
 
 def run(args) -> int:
     if args.worker:
         print(json.dumps(_worker(args)))
         return 0
-    from fixrl.harness.cli import UserError
-
     try:
         spans = layout(args.tokens, args.reply_tokens, args.turns, args.prompt_tokens)
     except ValueError as e:
-        raise UserError(str(e)) from None
-    _check_memory(args)
+        raise BenchError(str(e)) from None
+    skip = _plan(args)
     results = {}
     for name in WORKERS:
+        if name in skip:
+            results[name] = {"method": name, "skipped": skip[name]}
+            continue
         if not args.json:
             print(f"measuring {name} ...", file=sys.stderr, flush=True)
         results[name] = _measure(name, args)
@@ -232,30 +247,15 @@ def run(args) -> int:
         "one_tensor_mib": {"T_x_V_float32": spans[-1][1] * VOCAB * 4 / 2**20,
                            "chunk_x_V_float32": chunk_rows * VOCAB * 4 / 2**20},
         "results": results,
+        "ratios": _ratios(results, args),
     }
-    step, headm = {k: results[f"step_{k}"] for k in ("naive", "per_turn", "fixrl")}, \
-        {k: results[f"head_{k}"] for k in ("naive", "fixrl", "chunk")}
-    r["ratios"] = {
-        "logits_memory_naive_over_fixrl": headm["naive"]["peak_mib"] / headm["fixrl"]["peak_mib"],
-        "logits_memory_fixrl_over_one_chunk": headm["fixrl"]["peak_mib"] / headm["chunk"]["peak_mib"],
-        "step_memory_naive_over_fixrl": step["naive"]["peak_mib"] / step["fixrl"]["peak_mib"],
-        "time_per_turn_over_fixrl": step["per_turn"]["cpu_seconds"] / step["fixrl"]["cpu_seconds"],
-        "time_naive_over_fixrl": step["naive"]["cpu_seconds"] / step["fixrl"]["cpu_seconds"],
-        "wall_time_per_turn_over_fixrl": step["per_turn"]["seconds"] / step["fixrl"]["seconds"],
-    }
-    # The head's work is the same in (b) and (c) (the same reply positions); the rest is the
-    # decoder, linear in the layer count: project the ratio to the real model's 24 layers.
-    head_s = headm["fixrl"]["cpu_seconds"]
-    per_layer = {k: max(step[k]["cpu_seconds"] - head_s, 0.0) / args.layers for k in ("per_turn", "fixrl")}
-    r["ratios"][f"time_per_turn_over_fixrl_projected_{REAL_LAYERS}_layers"] = (
-        (REAL_LAYERS * per_layer["per_turn"] + head_s) / (REAL_LAYERS * per_layer["fixrl"] + head_s))
     ratios = r["ratios"]
     r["targets"] = {
         "logits memory >= 9x below naive": ratios["logits_memory_naive_over_fixrl"] >= 9,
         "logits memory within 1.2x of one chunk": ratios["logits_memory_fixrl_over_one_chunk"] <= 1.2,
         "time >= 3x below one forward per turn": ratios["time_per_turn_over_fixrl"] >= 3,
     }
-    r["exact_peaks"] = all(x["exact_peak"] for x in results.values())
+    r["exact_peaks"] = all(x["exact_peak"] for x in results.values() if "exact_peak" in x)
     if args.json:
         print(json.dumps(r, indent=2))
     else:
@@ -287,6 +287,9 @@ def _print(r: dict) -> None:
              "head_fixrl": "logits stage (c): fixrl's chunked head",
              "head_chunk": "logits stage: fixrl's largest chunk alone"}
     for key in ("step_naive", "step_per_turn", "step_fixrl", "head_naive", "head_fixrl", "head_chunk"):
+        if "skipped" in res[key]:
+            table.add_row(names[key], res[key]["skipped"], "-", "-")
+            continue
         table.add_row(names[key], f"{res[key]['peak_mib']:.0f}", f"{res[key]['cpu_seconds']:.1f}",
                       f"{res[key]['seconds']:.1f}")
     c.print(table)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 from fixrl.envs import EnvConfig
+from fixrl.harness.agent.precision import PRECISIONS
 from fixrl.sandbox import SandboxConfig
 
 ScaleRewards = Literal["none", "group", "batch"]
@@ -202,7 +203,10 @@ class GRPOConfig(LoRAConfig):
     tensorboard: bool = True
     """Write TensorBoard events to RUN/tb (skipped with a warning when tensorboard is absent)."""
     device: str | None = None
-    """"cpu", "cuda" or None (CUDA when present). CUDA trains under fp16 autocast + GradScaler."""
+    """"cpu", "cuda" or None (CUDA when present)."""
+    precision: Literal["fp32", "fp16", "bf16"] | None = None
+    """"fp32", "fp16" (frozen weights float16, LoRA float32, fp16 autocast and a GradScaler: the
+    T4 path) or "bf16"; None: fp16 on CUDA, fp32 elsewhere. A run records the resolved value."""
     preset: str | None = None
     """The preset these values came from (for the record only)."""
 
@@ -266,6 +270,8 @@ class GRPOConfig(LoRAConfig):
             raise bad("overlong_buffer", f"must be <= env.max_turns ({self.env.max_turns})")
         if self.loss_type == "dr_grpo" and not self.loss_constant:
             raise bad("loss_constant", 'loss_type "dr_grpo" needs it (or env.max_turns to derive it from)')
+        if self.precision is not None and self.precision not in PRECISIONS:
+            raise bad("precision", f"must be one of {', '.join(map(repr, PRECISIONS))} (or None: by device)")
         reward = self.env.reward
         if not (isinstance(reward, str) and reward in ("hidden", "public")) and not callable(reward):
             raise bad("env.reward", 'must be "hidden", "public", "module:function" or a callable')

@@ -188,9 +188,11 @@ class Learner:
     optimizer: Any
     scheduler: Any
     scaler: Any
-    """torch.amp.GradScaler (enabled on CUDA)."""
+    """torch.amp.GradScaler (enabled for fp16)."""
     reference: Any
     """The KL reference (train.model.Reference) or None when beta is 0."""
+    precision: str = "fp32"
+    """The resolved precision setting (`train.precision`): fp32 | fp16 | bf16."""
 
     @property
     def pad_id(self) -> int:
@@ -229,7 +231,8 @@ def _forward(learner: Learner, cfg: GRPOConfig, items: list[_Item], grad: bool, 
 
     ids, mask = pad_rows([it.traj for it in items], learner.pad_id)
     with torch.set_grad_enabled(grad):
-        out = reply_log_probs(learner.model, ids, mask, cfg.temperature, cfg.chunk_size, return_entropy=entropy)
+        out = reply_log_probs(learner.model, ids, mask, cfg.temperature, cfg.chunk_size, return_entropy=entropy,
+                              precision=learner.precision)
     return out, mask.to(next(learner.model.parameters()).device)
 
 
@@ -257,13 +260,15 @@ def _stacked(rows: list[Any], width: int) -> Any:
 
 
 def _minibatch_step(learner: Learner, cfg: GRPOConfig, batch: list[_Item], first_pass: bool,
-                    stats: Any, entropy: list[float]) -> tuple[float, float] | None:
-    """One optimizer step on a minibatch: (its loss, the gradient norm before clipping), or None
-    when nothing in it can learn. Adds to `stats` and to `entropy` ([sum, tokens], first pass)."""
+                    stats: Any, entropy: list[float]) -> tuple[float, float | None] | None:
+    """One optimizer step on a minibatch: (its loss, the gradient norm before clipping; None when
+    the step was skipped for inf/nan gradients), or None when nothing in it can learn. Adds to
+    `stats` and to `entropy` ([sum, tokens], first pass)."""
     import torch
 
     from fixrl.train.losses import policy_loss
     from fixrl.train.model import trainable_parameters
+    from fixrl.train.precision import optimizer_step
 
     kl_on = learner.reference is not None
     train = [it for it in batch if it.advantage != 0.0 or kl_on]
@@ -291,12 +296,11 @@ def _minibatch_step(learner: Learner, cfg: GRPOConfig, batch: list[_Item], first
         if ent is not None:
             entropy[0] += float((ent * mask).sum())
             entropy[1] += int(mask.sum())
-    learner.scaler.unscale_(learner.optimizer)
-    norm = float(torch.nn.utils.clip_grad_norm_(trainable_parameters(learner.model), cfg.max_grad_norm))
-    learner.scaler.step(learner.optimizer)
-    learner.scaler.update()
+    result = optimizer_step(learner.optimizer, learner.scaler, trainable_parameters(learner.model), cfg.max_grad_norm)
+    if result.skipped:  # inf/nan gradients: no update, and the schedule does not advance
+        return total, None
     learner.scheduler.step()
-    return total, norm
+    return total, result.grad_norm
 
 
 def grpo_update(learner: Learner, groups: list[list[Any]], cfg: GRPOConfig, step: int) -> tuple[dict[str, Any], list[float]]:
@@ -327,9 +331,10 @@ def grpo_update(learner: Learner, groups: list[list[Any]], cfg: GRPOConfig, step
             if done is not None:
                 steps.append(done)
     m.update(stats.means())
+    taken = [g for _, g in steps if g is not None]
     m.update({"loss/policy": _mean([x for x, _ in steps]), "entropy": entropy[0] / entropy[1] if entropy[1] else None,
-              "grad_norm": _mean([g for _, g in steps]), "lr": learner.scheduler.get_last_lr()[0],
-              "train/optimizer_steps": len(steps)})
+              "grad_norm": _mean(taken), "lr": learner.scheduler.get_last_lr()[0],
+              "train/optimizer_steps": len(taken), "train/skipped_steps": len(steps) - len(taken)})
     if learner.scaler.is_enabled():
         m["train/loss_scale"] = float(learner.scaler.get_scale())
     return m, adv_list
@@ -467,6 +472,7 @@ def load_learner(cfg: GRPOConfig, start_step: int) -> Learner:
     import torch
 
     from fixrl.train.model import Reference, check_adapter_dir, load_trainable, trainable_parameters
+    from fixrl.train.precision import mixed_precision
     from fixrl.train.sft import lr_factor
 
     out, ckpt = Path(cfg.out), Path(cfg.out) / CHECKPOINT
@@ -477,8 +483,9 @@ def load_learner(cfg: GRPOConfig, start_step: int) -> Learner:
         if cfg.adapter is not None:
             check_adapter_dir(cfg.adapter)
         source, adapter = cfg.model, cfg.adapter
-    model, tok = load_trainable(source, adapter, cfg, cfg.device)
+    model, tok = load_trainable(source, adapter, cfg, cfg.device, cfg.precision)
     device = next(model.parameters()).device
+    amp = mixed_precision(cfg.precision, device)
     reference = None
     if cfg.beta > 0:
         ref_file = out / "reference_adapter.pt"
@@ -493,18 +500,19 @@ def load_learner(cfg: GRPOConfig, start_step: int) -> Learner:
     optimizer = torch.optim.AdamW(trainable_parameters(model), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: lr_factor(s, cfg.max_steps, cfg.warmup_steps, "constant"))
-    scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
-    return Learner(model, tok, optimizer, scheduler, scaler, reference)
+    return Learner(model, tok, optimizer, scheduler, amp.grad_scaler(), reference, amp.precision)
 
 
 def restore(learner: Learner, sampler: DynamicSampler, ckpt: Path) -> None:
     """Load a checkpoint's optimizer, scheduler, scaler, sampler and RNG states."""
     import torch
 
+    from fixrl.train.precision import restore_scaler
+
     state = torch.load(ckpt / "trainer_state.pt", map_location="cpu", weights_only=False)
     learner.optimizer.load_state_dict(state["optimizer"])
     learner.scheduler.load_state_dict(state["scheduler"])
-    learner.scaler.load_state_dict(state["scaler"])
+    restore_scaler(learner.scaler, state["scaler"])
     try:
         sampler.load_state_dict(json.loads((ckpt / "sampler.json").read_text()))
     except ValueError as e:
@@ -577,13 +585,14 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
     seed_all(cfg.seed)
     suite, train_tasks, do_eval = load_run_suite(cfg)
     learner = load_learner(cfg, start_step)
+    cfg = dataclasses.replace(cfg, precision=learner.precision)  # config.json records the resolved setting
     out.mkdir(parents=True, exist_ok=True)
     cfg.save(out / "config.json")  # the resolved config, every field
     sampler = DynamicSampler.from_config(train_tasks, cfg)
     if start_step:
         restore(learner, sampler, out / CHECKPOINT)
     policy = TimedPolicy(HFPolicy(model=learner.model, tokenizer=learner.tokenizer, temperature=cfg.temperature,
-                                  top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens))
+                                  top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens, precision=learner.precision))
     runlog = RunLog(out, cfg, start_step)
     run = _RunState(out, cfg, learner, start_step, sampler)
     summary: dict[str, Any] = {"out": str(out), "start_step": start_step}

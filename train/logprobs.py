@@ -8,11 +8,12 @@ checkpointed, or (a frozen head, the LoRA case) has its gradient taken in the fo
 the chunk's [chunk, vocab] logits live only while that chunk is computed, so logits never take
 sequence x vocabulary memory and the peak does not grow with the number of chunks.
 
-Numerics: the decoder runs under fp16 autocast on CUDA (a T4 has no bf16); the head's logits
-are cast to float32 before the temperature and the log-softmax. On CPU everything is float32,
-and the result matches a plain full forward's log-softmax within 5e-7, gradients within 1e-5
-(tests/train/test_logprobs.py; chunks are made equal-sized because BLAS takes another kernel
-for a matrix of a few rows, whose results differ in the last bit).
+Numerics: the decoder and the head run under the precision setting's autocast (fp16 on CUDA by
+default: a T4 has no bf16; `fixrl.harness.agent.precision`); the head's logits are cast to float32
+before the temperature and the log-softmax. In fp32 the result matches a plain full forward's
+log-softmax within 5e-7, gradients within 1e-5 (tests/train/test_logprobs.py; chunks are made
+equal-sized because BLAS takes another kernel for a matrix of a few rows, whose results differ
+in the last bit).
 
 What it does not do: sequence packing or padding-free batching; rows of a batch are
 right-padded, which causal attention makes harmless for the real tokens.
@@ -25,6 +26,8 @@ from typing import Iterator, Protocol, runtime_checkable
 import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
+
+from fixrl.harness.agent.precision import autocast, model_precision
 
 DEFAULT_CHUNK_SIZE = 256
 
@@ -176,7 +179,7 @@ def head_log_probs(head: nn.Module, hidden: Tensor, targets: Tensor, temperature
 
 def reply_log_probs(model: nn.Module, token_ids: Tensor, assistant_mask: Tensor, temperature: float = 1.0,
                     chunk_size: int = DEFAULT_CHUNK_SIZE, return_entropy: bool = False,
-                    gradient_checkpointing: bool = True, autocast: bool | None = None,
+                    gradient_checkpointing: bool = True, precision: str | None = None,
                     head: OutputHead | None = None):
     """Log-probs of the policy's own tokens under `model`, one forward pass per row.
 
@@ -186,9 +189,10 @@ def reply_log_probs(model: nn.Module, token_ids: Tensor, assistant_mask: Tensor,
     is the policy's entropy (no grad) at the same positions.
 
     Differentiable with respect to the model's trainable weights. Decoder blocks are
-    checkpointed when grad is enabled (gradient_checkpointing=True). autocast None: fp16 on
-    CUDA, off elsewhere. head: an `OutputHead` in place of the model's own (its `columns` maps
-    the target token ids to its logit columns).
+    checkpointed when grad is enabled (gradient_checkpointing=True). precision: the setting's
+    autocast (fp32 | fp16 | bf16); None: the precision the model's frozen weights were loaded in.
+    head: an `OutputHead` in place of the model's own (its `columns` maps the target token ids
+    to its logit columns).
     """
     if token_ids.dim() != 2 or token_ids.shape != assistant_mask.shape:
         raise ValueError(f"token_ids {tuple(token_ids.shape)} and assistant_mask "
@@ -199,8 +203,8 @@ def reply_log_probs(model: nn.Module, token_ids: Tensor, assistant_mask: Tensor,
     decoder, model_head = split_causal_lm(model)
     device = next(model.parameters()).device
     token_ids, mask = token_ids.to(device), mask.to(device)
-    if autocast is None:
-        autocast = device.type == "cuda"
+    if precision is None:
+        precision = model_precision(model)
     B, T = token_ids.shape
     out = torch.zeros(B, T, dtype=torch.float32, device=device)  # [B, T]
     ent_out = torch.zeros(B, T, dtype=torch.float32, device=device) if return_entropy else None
@@ -210,8 +214,8 @@ def reply_log_probs(model: nn.Module, token_ids: Tensor, assistant_mask: Tensor,
     last = int(mask.nonzero()[:, 1].max())  # furthest assistant position, [] -> int
     inputs = token_ids[:, :last]  # [B, last]
     rows, cols = mask.nonzero(as_tuple=True)  # [N], [N]: assistant positions
-    ctx = torch.autocast("cuda", dtype=torch.float16) if autocast else contextlib.nullcontext()
-    with ctx, checkpointed_layers(decoder, gradient_checkpointing and torch.is_grad_enabled()):
+    checkpointed = gradient_checkpointing and torch.is_grad_enabled()
+    with autocast(precision, device.type), checkpointed_layers(decoder, checkpointed):
         hidden = decoder(input_ids=inputs, use_cache=False).last_hidden_state  # [B, last, H]
         selected = hidden[rows, cols - 1]  # [N, H]: the positions that predict reply tokens
         targets = token_ids[rows, cols]  # [N]

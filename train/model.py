@@ -1,9 +1,9 @@
 """Loading and saving the trainable model: a new LoRA adapter, an existing one loaded trainable,
 or full fine-tuning; and the KL reference without a second model.
 
-Precision: on CUDA the frozen base weights are float16 (a T4 has no bf16) and the trainable
-weights float32 (peft keeps adapter weights in float32; GradScaler needs float32 master
-weights), trained under fp16 autocast. On CPU everything is float32.
+Precision is a setting (`fixrl.harness.agent.precision`: fp32 | fp16 | bf16, by default fp16 on CUDA
+and fp32 elsewhere): frozen base weights in its dtype, trainable weights in float32
+(`train.precision.cast_for_training`); the trainers run the forward under its autocast.
 """
 from __future__ import annotations
 
@@ -51,24 +51,39 @@ def pick_device(device: str | None) -> Any:
 
 
 def load_trainable(model_path: str | Path, adapter: str | Path | None, lora: LoRAConfig,
-                   device: str | None = None) -> tuple[Any, Any]:
-    """(model, tokenizer): the base model with its trainable part.
-
-    adapter given: that peft adapter loaded trainable (`is_trainable=True`); else a new LoRA
-    adapter from `lora` (rank, alpha, dropout, target modules; "all-linear" = every linear
-    layer but the output head); or, with `lora.full_finetune`, every weight trainable.
-    """
-    import torch
+                   device: str | None = None, precision: str | None = None) -> tuple[Any, Any]:
+    """(model, tokenizer): the base model with its trainable part (`make_trainable`), its
+    weights in `precision`'s dtypes (None: fp16 on CUDA, fp32 elsewhere)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from fixrl.harness.agent.precision import PrecisionError, compute_dtype, resolve_precision
 
     path = check_model_dir(model_path)
     dev = pick_device(device)
     if lora.full_finetune and adapter is not None:
         raise ModelError("--full trains every weight and cannot start from a LoRA adapter (--adapter); "
                          "merge the adapter into a model directory first, or drop --full")
-    dtype = torch.float16 if (dev.type == "cuda" and not lora.full_finetune) else torch.float32
+    try:
+        precision = resolve_precision(precision, dev)
+    except PrecisionError as e:
+        raise ModelError(str(e)) from None
     tokenizer = AutoTokenizer.from_pretrained(path)
+    # full fine-tuning trains every weight, all float32 master weights: load them so
+    dtype = compute_dtype("fp32" if lora.full_finetune else precision)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    return make_trainable(model, adapter, lora, dev, precision), tokenizer
+
+
+def make_trainable(model: Any, adapter: str | Path | None, lora: LoRAConfig, device: Any, precision: str) -> Any:
+    """The loaded base `model` with its trainable part, on `device`, cast for `precision` (a
+    resolved setting): frozen weights in its dtype, trainable ones float32.
+
+    adapter given: that peft adapter loaded trainable (`is_trainable=True`); else a new LoRA
+    adapter from `lora` (rank, alpha, dropout, target modules; "all-linear" = every linear
+    layer but the output head); or, with `lora.full_finetune`, every weight trainable.
+    """
+    from fixrl.train.precision import cast_for_training
+
     if lora.full_finetune:
         model.requires_grad_(True)
     elif adapter is not None:
@@ -83,14 +98,11 @@ def load_trainable(model_path: str | Path, adapter: str | Path | None, lora: LoR
                               target_modules=targets if targets != ALL_LINEAR else "all-linear",
                               task_type="CAUSAL_LM")
         model = get_peft_model(model, peft_cfg)
-    model.to(dev)
-    if dev.type == "cuda" and not lora.full_finetune:
-        for p in model.parameters():  # trainable weights in float32 for the GradScaler
-            if p.requires_grad and p.dtype != torch.float32:
-                p.data = p.data.float()
+    model.to(device)
+    cast_for_training(model, precision)
     if not any(p.requires_grad for p in model.parameters()):
         raise ModelError("the model has no trainable weights (was the adapter loaded for inference only?)")
-    return model, tokenizer
+    return model
 
 
 def is_peft(model: Any) -> bool:

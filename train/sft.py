@@ -26,8 +26,9 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator
+from typing import Any, Callable, ContextManager, Iterator, Literal
 
+from fixrl.harness.agent.precision import PRECISIONS
 from fixrl.train.config import LoRAConfig
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,9 @@ class SFTConfig(LoRAConfig):
     """Data order and LoRA initialisation."""
     device: str | None = None
     """"cpu", "cuda" or None (CUDA when present)."""
+    precision: Literal["fp32", "fp16", "bf16"] | None = None
+    """"fp32", "fp16" (frozen weights float16, LoRA float32, fp16 autocast and a GradScaler) or
+    "bf16"; None: fp16 on CUDA, fp32 elsewhere. sft_config.json records the resolved value."""
 
     def validate(self) -> None:
         for name in ("num_train_epochs", "batch_size", "micro_batch_size", "chunk_size"):
@@ -89,6 +93,9 @@ class SFTConfig(LoRAConfig):
             raise ValueError("SFTConfig.data: give at least one data file")
         if self.lr_scheduler not in ("linear", "cosine", "constant"):
             raise ValueError(f"SFTConfig.lr_scheduler={self.lr_scheduler!r}: use linear, cosine or constant")
+        if self.precision is not None and self.precision not in PRECISIONS:
+            raise ValueError(f"SFTConfig.precision={self.precision!r}: use {', '.join(PRECISIONS)} "
+                             "(or None: by device)")
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SFTConfig":
@@ -316,7 +323,8 @@ def lr_factor(step: int, total: int, warmup: int, kind: str) -> float:
     return 1.0 - progress
 
 
-def _batch_loss(model: Any, batch: list[Example], cfg: SFTConfig, pad_id: int, head: Any, scaler: Any) -> float:
+def _batch_loss(model: Any, batch: list[Example], cfg: SFTConfig, pad_id: int, head: Any, scaler: Any,
+                precision: str) -> float:
     """Forward and backward over one batch, micro-batch by micro-batch; the batch's loss: the
     weighted sum of reply log-probs divided by its reply tokens (a count, whatever the weights)."""
     import torch
@@ -332,7 +340,7 @@ def _batch_loss(model: Any, batch: list[Example], cfg: SFTConfig, pad_id: int, h
         for r, e in enumerate(micro):
             if e.weights is not None:
                 weights[r, :len(e.weights)] = torch.tensor(e.weights)
-        logp = reply_log_probs(model, ids, mask, 1.0, cfg.chunk_size, head=head)  # [b, T]
+        logp = reply_log_probs(model, ids, mask, 1.0, cfg.chunk_size, head=head, precision=precision)  # [b, T]
         loss = -(logp * weights.to(logp.device)).sum() / n_tokens
         scaler.scale(loss).backward()
         total += float(loss.detach())
@@ -352,38 +360,42 @@ class _MetricsFile:
 
 
 def _epochs(cfg: SFTConfig, model: Any, examples: list[Example], params: list[Any], pad_id: int, head: Any,
-            metrics: _MetricsFile, progress: Any) -> tuple[list[float], int]:
-    """Every optimizer step of the run: (the loss of each, reply tokens seen)."""
+            metrics: _MetricsFile, progress: Any, amp: Any) -> tuple[list[float], int, int]:
+    """Every optimizer step of the run: (the loss of each, reply tokens seen, steps skipped for
+    inf/nan gradients). `amp`: the run's `train.precision.MixedPrecision`."""
     import torch
 
+    from fixrl.train.precision import optimizer_step
+
     total_steps = math.ceil(len(examples) / cfg.batch_size) * cfg.num_train_epochs
-    device = next(model.parameters()).device
-    scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
+    scaler = amp.grad_scaler()
     optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: lr_factor(s, total_steps, cfg.warmup_steps, cfg.lr_scheduler))
     bar = progress.add_task("sft", total=total_steps) if progress is not None else None
-    rng, history, tokens_seen, t0 = random.Random(cfg.seed), [], 0, time.time()
+    rng, history, tokens_seen, skipped, t0 = random.Random(cfg.seed), [], 0, 0, time.time()
     for epoch in range(cfg.num_train_epochs):
         order = list(range(len(examples)))
         rng.shuffle(order)
         for b in range(0, len(order), cfg.batch_size):
             batch = [examples[i] for i in order[b:b + cfg.batch_size]]
             optimizer.zero_grad(set_to_none=True)
-            loss = _batch_loss(model, batch, cfg, pad_id, head, scaler)
-            scaler.unscale_(optimizer)
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
-            scaler.step(optimizer)
-            scaler.update()
-            scheduler.step()
+            loss = _batch_loss(model, batch, cfg, pad_id, head, scaler, amp.precision)
+            result = optimizer_step(optimizer, scaler, params, cfg.max_grad_norm)
+            if result.skipped:  # inf/nan gradients: no update, and the schedule does not advance
+                skipped += 1
+            else:
+                scheduler.step()
             n_tokens = sum(sum(e.assistant_mask) for e in batch)
             tokens_seen += n_tokens
             history.append(loss)
-            metrics.write({"step": len(history), "epoch": epoch, "loss": loss, "grad_norm": grad_norm,
-                           "tokens": n_tokens, "lr": scheduler.get_last_lr()[0], "seconds": time.time() - t0})
+            metrics.write({"step": len(history), "epoch": epoch, "loss": loss,
+                           "grad_norm": None if result.skipped else result.grad_norm, "skipped": result.skipped,
+                           "loss_scale": result.loss_scale, "tokens": n_tokens, "lr": scheduler.get_last_lr()[0],
+                           "seconds": time.time() - t0})
             if progress is not None:
                 progress.update(bar, advance=1, description=f"sft epoch {epoch + 1} loss {loss:.3f}")
-    return history, tokens_seen
+    return history, tokens_seen, skipped
 
 
 def run_sft(cfg: SFTConfig, console: Any = None, hooks: SFTHooks | None = None) -> dict[str, Any]:
@@ -393,6 +405,7 @@ def run_sft(cfg: SFTConfig, console: Any = None, hooks: SFTHooks | None = None) 
     import torch
 
     from fixrl.train.model import load_trainable, save_trainable, trainable_parameters
+    from fixrl.train.precision import mixed_precision
 
     hooks = hooks or SFTHooks()
     cfg.validate()
@@ -400,7 +413,9 @@ def run_sft(cfg: SFTConfig, console: Any = None, hooks: SFTHooks | None = None) 
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     out = Path(cfg.out)
-    model, tok = load_trainable(cfg.model, cfg.adapter, cfg, cfg.device)
+    model, tok = load_trainable(cfg.model, cfg.adapter, cfg, cfg.device, cfg.precision)
+    amp = mixed_precision(cfg.precision, next(model.parameters()).device)
+    cfg = dataclasses.replace(cfg, precision=amp.precision)  # sft_config.json records the resolved setting
     examples, counts = load_examples(cfg.data, tok, cfg.passing_only, cfg.max_length)
     if not examples:
         raise DataError(f"no training examples left in {', '.join(map(str, cfg.data))} "
@@ -417,10 +432,11 @@ def run_sft(cfg: SFTConfig, console: Any = None, hooks: SFTHooks | None = None) 
     progress = _progress(console)
     with progress if progress is not None else contextlib.nullcontext(), head_ctx as head:
         params = trainable_parameters(model) + (list(head.parameters()) if head is not None else [])
-        history, tokens_seen = _epochs(cfg, model, examples, params, pad_id, head, metrics, progress)
+        history, tokens_seen, skipped = _epochs(cfg, model, examples, params, pad_id, head, metrics, progress, amp)
     save_trainable(model, tok, out)
     summary = {"steps": len(history), "examples": len(examples), "counts": counts, "policy_tokens": tokens_seen,
-               "first_loss": history[0], "last_loss": history[-1], "seconds": time.time() - t0,
+               "first_loss": history[0], "last_loss": history[-1], "skipped_steps": skipped,
+               "precision": amp.precision, "seconds": time.time() - t0,
                "out": str(out)}
     (out / "sft_config.json").write_text(json.dumps({"config": dataclasses.asdict(cfg), "summary": summary},
                                                     indent=2) + "\n")

@@ -29,12 +29,9 @@ from fixrl.harness.agent.local import LocalRollouts
 from fixrl.harness.agent.policies import TimedPolicy
 from fixrl.harness.agent.tiny import cache_dir, init_tiny, make_tiny_suite
 from fixrl.sandbox import SandboxConfig
+from fixrl.sandbox.bench import BenchError
 from fixrl.tasks.check import PRELUDE
 from rich.table import Table
-
-
-class BenchError(ValueError):
-    """A benchmark setting that cannot work (the message names it)."""
 
 
 @dataclass

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from fixrl.evals.report import ReportError
 from fixrl.evals.run import EvalError
-from fixrl.harness.agent.bench_rollout import BenchError
 from fixrl.harness.agent.policies import PolicyError
+from fixrl.harness.agent.precision import PrecisionError
 from fixrl.harness.agent.rollout import TemplateError
 from fixrl.sandbox import SandboxConfigError, SandboxError
+from fixrl.sandbox.bench import BenchError
 from fixrl.tasks.generate import GenerateError
 from fixrl.tasks.loader import TaskError
 from fixrl.train.grpo import RunError
@@ -28,7 +29,7 @@ class UserError(Exception):
 
 INPUT_ERRORS: tuple[type[BaseException], ...] = (
     UserError, SandboxConfigError, TaskError, GenerateError, PolicyError, TemplateError, BenchError, ModelError,
-    RunError, DataError, EvalError, ReportError)
+    RunError, DataError, EvalError, ReportError, PrecisionError)
 """Each layer's bad-input errors (exit status 2)."""
 
 

@@ -46,6 +46,8 @@ class PolicyConfig:
     """Greedy decoding (temperature 0; model only)."""
     device: str | None = None
     """cpu | cuda (model only; None: CUDA when present)."""
+    precision: Literal["fp32", "fp16", "bf16"] | None = None
+    """Weights and autocast of a model (None: fp16 on CUDA, fp32 elsewhere)."""
 
     def check(self) -> None:
         """Clear errors before anything heavy loads: one of --policy / --model, the directories
@@ -56,6 +58,8 @@ class PolicyConfig:
         if self.policy is not None:
             if self.adapter is not None:
                 raise PolicyError("--adapter goes with --model, not with a scripted --policy")
+            if self.precision is not None:
+                raise PolicyError("--precision sets a model's weights and autocast; a scripted --policy has none")
             if self.policy not in SCRIPTED_POLICIES:
                 raise PolicyError(f"--policy {self.policy!r}: unknown scripted policy; choose one of "
                                   f"{', '.join(SCRIPTED_POLICIES)} (or pass --model DIR)")
@@ -71,7 +75,7 @@ class PolicyConfig:
             return load_policy(policy=self.policy, seed=seed)
         try:
             return load_policy(model=self.model, adapter=self.adapter, top_p=self.top_p, device=self.device,
-                               max_new_tokens=self.max_new_tokens,
+                               max_new_tokens=self.max_new_tokens, precision=self.precision,
                                temperature=0.0 if self.greedy else self.temperature, greedy=self.greedy)
         except (OSError, ValueError) as e:
             what = f"--model {self.model}" + (f" --adapter {self.adapter}" if self.adapter else "")
@@ -84,7 +88,8 @@ class PolicyConfig:
         greedy = self.greedy or (self.policy is None and self.temperature == 0.0)
         return {"name": name, "kind": "scripted" if self.policy else "model", "policy": self.policy,
                 "model": self.model, "adapter": self.adapter,
-                "temperature": None if self.policy else (0.0 if greedy else self.temperature), "greedy": greedy}
+                "temperature": None if self.policy else (0.0 if greedy else self.temperature), "greedy": greedy,
+                "precision": None if self.policy else self.precision}
 
 
 def _check_model_dir(m: Path) -> None:

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
 from fixrl.harness.agent.policies import Generation, GenRequest
+from fixrl.harness.agent.precision import autocast, compute_dtype, model_precision, resolve_precision
 from fixrl.tasks import Task
 
 
@@ -199,14 +201,20 @@ class HFPolicy:
     def __init__(self, model_path: str | Path | None = None, adapter: str | Path | None = None,
                  temperature: float = 1.0, top_p: float = 1.0, max_new_tokens: int = 256,
                  device: str | None = None, greedy: bool = False, batch_size: int | None = None,
-                 cpu_threads: int | None = None, reuse_cache: bool = True, *, model: Any = None,
-                 tokenizer: Any = None) -> None:
+                 cpu_threads: int | None = None, reuse_cache: bool = True, precision: str | None = None, *,
+                 model: Any = None, tokenizer: Any = None) -> None:
         """Load `model_path` (+ `adapter`), or wrap an already loaded `model` and `tokenizer`
         (what the trainer does: it keeps updating that model in place).
 
         reuse_cache: keep each episode's key/value cache from one turn to the next, so a turn
         runs only its new tokens through the model, not the whole conversation again (costs the
         cache's memory between turns: ~12 KB a token for Qwen2.5-0.5B in fp16).
+
+        precision: fp32 | fp16 | bf16 (`fixrl.harness.agent.precision`); None: fp16 on CUDA, fp32
+        elsewhere (a given `model`: the dtype of its frozen weights). A model directory is loaded
+        in its dtype. Generation runs under its autocast, as the trainer's forward does, so a
+        LoRA adapter's float32 weights multiply in the setting's dtype on both sides and the
+        recorded log-probs are the trainer's up to fp16 rounding (tests/train/test_precision.py).
 
         batch_size: most episodes per `generate` call (None: all live episodes at once).
         cpu_threads: torch threads while generating on a CPU (restored afterwards). Default
@@ -248,6 +256,8 @@ class HFPolicy:
                 raise ValueError("HFPolicy(model=...) needs its tokenizer too")
             self.model, self.tokenizer = model, tokenizer
             self.device = next(model.parameters()).device
+            self.precision = resolve_precision(precision if precision is not None else model_precision(model),
+                                               self.device)
         else:
             if model_path is None:
                 raise ValueError("HFPolicy needs a model directory (model_path) or a loaded model")
@@ -258,10 +268,9 @@ class HFPolicy:
             if adapter is not None:
                 _check_adapter_dir(Path(adapter))
             dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-            # A T4 has no bf16: fp16 on CUDA, fp32 on CPU (CPU fp16 matmuls are slow or missing).
-            dtype = torch.float16 if dev.type == "cuda" else torch.float32
+            self.precision = resolve_precision(precision, dev)
             self.tokenizer = AutoTokenizer.from_pretrained(path)
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=compute_dtype(self.precision))
             if adapter is not None:
                 from peft import PeftModel
 
@@ -371,7 +380,7 @@ class HFPolicy:
                 self.last_threads = want
                 if threads != want:
                     torch.set_num_threads(want)
-            with torch.no_grad():
+            with torch.no_grad(), autocast(self.precision, torch.device(self.device).type):
                 return self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
                                            generation_config=self._generation_config(limit), past_key_values=past,
                                            logits_processor=self._processors(sampler))

@@ -1,0 +1,164 @@
+"""`fixrl bench gpu` (`make bench-gpu`): the T4 check, prepared for any CUDA machine.
+
+Caps the process at a T4's memory (`torch.cuda.set_per_process_memory_fraction` to 15 GB of the
+device's total: `memory_model.T4_BYTES`), then, for Qwen2.5-0.5B, 1.5B and 3B with random weights,
+each size in a fresh subprocess (`train/bench_update.py`: an out-of-memory or a crash in one
+leaves the others to run):
+- the memory model's measured terms on a one-layer model of the size, on the GPU;
+- one fp16 GRPO update (`grpo_update`: fp16 frozen weights, float32 LoRA r16, fp16 autocast,
+  the GradScaler; one forward over one 6-turn trajectory) at 5,600 and 8,000 tokens, after a
+  warm-up update: peak allocated and reserved memory, step seconds, and whether it fit.
+Writes everything to one JSON file (`--out`), with the memory model's prediction beside each
+measurement, and prints a table. Sizes run smallest first under a deadline (`--deadline`, 480 s
+by default: a modern GPU needs about a minute a size); a size the deadline leaves no time for
+is recorded as not run.
+
+`--device cpu` runs the same driver and workers on the CPU (`--layers 2 --sizes tiny` for a dry
+run in a test): the cap becomes an address-space limit, memory is peak RSS, and fp16 there is
+slow (CPUs without AVX512-FP16 multiply float16 in software).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from fixrl.harness.agent.precision import PRECISIONS
+from fixrl.train.bench_grpo import MIB, WORKER, add_shape_arguments, check_layouts, predicted, shape_of, worker_argv
+from fixrl.train.bench_proc import BenchError, WorkerFailed, run_worker
+from fixrl.train.memory_model import T4_BYTES
+
+MIN_SECONDS = 30
+"""A size is started only with at least this much of the deadline left."""
+
+
+def add_arguments(parser) -> None:
+    add_shape_arguments(parser, "0.5b,1.5b,3b", "5600,8000")
+    parser.add_argument("--device", default="cuda", help="cuda (default) or cpu (a dry run)")
+    parser.add_argument("--precision", choices=PRECISIONS, default="fp16", help="default fp16: the T4 path")
+    parser.add_argument("--cap-gb", type=float, default=T4_BYTES / 1e9,
+                        help=f"memory cap in GB (default {T4_BYTES / 1e9:.0f}: a T4); 0: none")
+    parser.add_argument("--out", type=Path, default=Path("runs/bench-gpu.json"), help="the JSON file to write")
+    parser.add_argument("--deadline", type=float, default=480, help="seconds for the whole check (default 480)")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds per size at most (default 300)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
+
+
+def _check_device(device: str) -> dict:
+    import torch
+
+    info = {"device": device, "torch": torch.__version__, "cuda": torch.version.cuda}
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise BenchError(f"bench gpu: no CUDA device (torch {torch.__version__}); run it on a GPU machine with a "
+                             "CUDA build of torch installed, or pass --device cpu for a dry run")
+        props = torch.cuda.get_device_properties(torch.device(device))
+        info.update(name=props.name, total_bytes=props.total_memory)
+    elif device != "cpu":
+        raise BenchError(f"bench gpu: --device {device!r}: use cuda, cuda:N or cpu")
+    return info
+
+
+def _compare(run: dict, args) -> list[dict]:
+    """One row per length: the measurement beside the memory model's prediction."""
+    rows = []
+    shape = shape_of(run["size"], args.layers)
+    for t in args.tokens:
+        row = {"size": run["size"], "model": shape.name, "tokens": t}
+        step = (run.get("steps") or {}).get(str(t))
+        if step is None:  # the size did not get to this step: out of memory before it (fits: no), or not run
+            row.update(fits=False if run.get("oom") else None, error=run.get("error") or "not measured")
+        elif not step.get("fits"):
+            row.update(fits=False, error=step.get("error"), peak_allocated_mib=step.get("total_mib"))
+        else:
+            row.update(fits=True, peak_allocated_mib=step["total_mib"], reserved_mib=step.get("reserved_mib"),
+                       step_seconds=step["seconds"], loss=step["loss"], skipped_steps=step["skipped_steps"],
+                       loss_scale=step["loss_scale"])
+        if "parts" in run:
+            terms = predicted(shape, t, args.precision, run["parts"], args.lora_rank)
+            row["predicted_mib"] = terms.total / MIB
+            row["predicted_terms_gib"] = terms.as_gib()
+            if row.get("fits"):
+                row["predicted_over_measured"] = row["predicted_mib"] / row["peak_allocated_mib"]
+        rows.append(row)
+    return rows
+
+
+def _run_sizes(args, cap_bytes: int | None, started: float) -> list[dict]:
+    runs = []
+    for size in args.sizes:
+        left = args.deadline - (time.monotonic() - started)
+        if left < MIN_SECONDS:
+            runs.append({"size": size, "error": f"not run: {left:.0f}s of the {args.deadline:.0f}s deadline left"})
+            continue
+        if not args.json:
+            print(f"bench gpu: {size} ...", file=sys.stderr, flush=True)
+        threads = args.threads or os.cpu_count() or 1
+        argv = worker_argv(size, args, args.precision, args.tokens, parts=True, steps=True, device=args.device,
+                           cap_bytes=cap_bytes, threads=threads)
+        t0 = time.monotonic()
+        try:
+            r = run_worker(WORKER, argv, min(args.timeout, left))
+        except WorkerFailed as e:
+            r = {"size": size, "error": f"the size's subprocess failed: {e}"}
+        r["wall_seconds"] = time.monotonic() - t0
+        runs.append(r)
+    return runs
+
+
+def run(args) -> int:
+    check_layouts(args, args.tokens)
+    info = _check_device(args.device)
+    started = time.monotonic()
+    cap_bytes = int(args.cap_gb * 1e9) if args.cap_gb > 0 else None
+    runs = _run_sizes(args, cap_bytes, started)
+    rows = [row for r in runs for row in _compare(r, args)]
+    report = {"what": f"one {args.precision} GRPO update per size and length (grpo_update, LoRA r{args.lora_rank}, "
+                      f"one forward over one {args.turns}-turn trajectory of which {args.reply_tokens} tokens are the "
+                      "model's), random weights, each size in a fresh subprocess",
+              "machine": info, "cap_bytes": cap_bytes, "precision": args.precision,
+              "memory": "peak allocated by torch's caching allocator (CUDA), peak RSS above the interpreter (CPU)",
+              "seconds": time.monotonic() - started, "deadline_seconds": args.deadline, "results": rows, "runs": runs}
+    _write(args.out, report)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        _print(report, args.out)
+    return 0
+
+
+def _write(path: Path, report: dict) -> None:
+    """Atomically: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=2) + "\n")
+    tmp.replace(path)
+
+
+def _print(report: dict, out: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    c = Console(width=150)
+    m = report["machine"]
+    cap = report["cap_bytes"]
+    c.print(f"fixrl bench gpu: {m.get('name', m['device'])}, torch {m['torch']}, cap "
+            f"{cap / 1e9:.1f} GB" if cap else "no cap", markup=False)
+    t = Table(title=report["what"])
+    for col in ("model", "tokens", "fits", "peak allocated MiB", "predicted MiB", "predicted / measured", "step s",
+                "loss"):
+        t.add_column(col, justify="left" if col == "model" else "right")
+    for r in report["results"]:
+        fits = {True: "yes", False: "NO", None: "-"}[r["fits"]]
+
+        def f(key, fmt):
+            return "-" if r.get(key) is None else fmt.format(r[key])
+
+        t.add_row(r["model"], str(r["tokens"]), fits, f("peak_allocated_mib", "{:.0f}"), f("predicted_mib", "{:.0f}"),
+                  f("predicted_over_measured", "{:.2f}"), f("step_seconds", "{:.2f}"), f("loss", "{:+.3f}"))
+        if r.get("error"):
+            t.add_row("", "", "", r["error"][:100], "", "", "", "")
+    c.print(t)
+    c.print(f"written to {out} ({report['seconds']:.0f}s)", markup=False)
