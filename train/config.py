@@ -67,6 +67,9 @@ class GRPOConfig(LoRAConfig):
     """Docker image for the sandboxes (None: the base image or the task's own)."""
     pool_size: int = 4
     """Sandboxes kept open and reused across episodes (tool calls of episodes run concurrently)."""
+    ray: str | None = None
+    """Run the episodes' sandboxes on a Ray cluster: "auto" or the head's HOST:PORT (SandboxConfig.ray;
+    the lockstep width is then the nodes' `fixrl_sandbox` slots, not pool_size)."""
 
     # ---- sampling ----------------------------------------------------------------------
     num_generations: int = 6

@@ -47,7 +47,7 @@ from fixrl.train.config import GRPOConfig
 log = logging.getLogger(__name__)
 
 CHECKPOINT = "checkpoint"
-RESUMABLE_OVERRIDES = ("steps", "eval_every", "save_every", "backend", "image", "pool_size", "device",
+RESUMABLE_OVERRIDES = ("steps", "eval_every", "save_every", "backend", "image", "pool_size", "ray", "device",
                        "tensorboard", "keep_trajectories")
 
 
@@ -498,7 +498,7 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
 
     started = time.time()
     try:
-        sandbox = SandboxConfig(backend=cfg.backend, image=cfg.image, pool_size=cfg.pool_size)
+        sandbox = SandboxConfig(backend=cfg.backend, image=cfg.image, pool_size=cfg.pool_size, ray=cfg.ray)
         with open_rollouts(suite, env_config, sandbox, max_total_tokens=cfg.max_total_tokens) as rollouts, \
                 (progress if progress is not None else contextlib.nullcontext()):
             eval_rollouts = rollouts.with_env(eval_env)

@@ -32,6 +32,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3,
                         help="runs of each arm, interleaved; each arm's fastest is reported (default 3)")
+    from fixrl.harness.agent import bench_ray
+
+    bench_ray.add_arguments(parser)
 
 
 def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, backend: str, seed: int,
@@ -72,6 +75,10 @@ def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, back
 
 
 def run(args) -> int:
+    if getattr(args, "ray", None):
+        from fixrl.harness.agent import bench_ray  # the cluster benchmark (Ray imported there)
+
+        return bench_ray.run(args)
     import os
     import tempfile
     from pathlib import Path

@@ -187,6 +187,9 @@ class LocalCluster:
         """Stop every process of this cluster (found by its directory and its head's address)."""
         if not self._started:
             return
+        ray = sys.modules.get("ray")
+        if ray is not None and ray.is_initialized() and ray.get_runtime_context().gcs_address == self.address:
+            ray.shutdown()  # this process is a driver of the cluster: leave before it goes
         procs = _procs()
         marks = (str(self.root), f"{self.address} ", f"={self.address}", f"127.0.0.1:{self.port}")
         mine = _ancestors(os.getpid(), procs)

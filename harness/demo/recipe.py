@@ -61,6 +61,8 @@ class DemoConfig:
     """Suite directory; None: the built-in `gym` suite."""
     sandbox: str = "local"
     """Sandbox backend: `local` (no daemon needed) or `docker`."""
+    ray: str | None = None
+    """Run every stage's episodes on this Ray cluster ("auto" or HOST:PORT; SandboxConfig.ray)."""
     preset: str = "octlm"
     """GRPO preset (see `fixrl grpo --help`)."""
     quick: bool = False
@@ -240,7 +242,8 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     # One set of sandboxes for every stage's episodes but GRPO's (a run of its own).
     stack = contextlib.ExitStack()
     rollouts = stack.enter_context(open_rollouts(suite, env_config, SandboxConfig(backend=cfg.sandbox,
-                                                                                 pool_size=cfg.pool_size)))
+                                                                                 pool_size=cfg.pool_size,
+                                                                                 ray=cfg.ray)))
     with stack:
         return _run_stages(cfg, console, started, out, suite_dir, suite, rollouts)
 
@@ -377,7 +380,7 @@ def _run_stages(cfg: DemoConfig, console: Any, started: float, out: Path, suite_
     grpo_cfg = make_config(cfg.preset, model=str(sft_model), adapter=None,
                            lora_rank=cfg.lora_rank, lora_alpha=cfg.lora_alpha, suite=str(suite_dir),
                            out=str(run_dir), steps=cfg.grpo_steps, learning_rate=cfg.grpo_learning_rate,
-                           backend=cfg.sandbox, rename=True, seed=cfg.seed, pool_size=cfg.pool_size,
+                           backend=cfg.sandbox, ray=cfg.ray, rename=True, seed=cfg.seed, pool_size=cfg.pool_size,
                            max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
                            eval_every=0, system_prompt=cfg.system_prompt,
                            tool_schemas=cfg.tool_schemas, **cfg.grpo_overrides)

@@ -8,6 +8,7 @@ def register(sub) -> None:
     p.add_argument("--suite", default=None, help="suite directory (default: the built-in gym suite)")
     p.add_argument("--sandbox", choices=["local", "docker"], default="local",
                    help="sandbox backend (default local: no Docker daemon needed)")
+    p.add_argument("--ray", metavar="auto|ADDRESS", help="run the episodes' sandboxes on a Ray cluster")
     p.add_argument("--preset", default="octlm", help="GRPO preset (default octlm)")
     p.add_argument("--quick", action="store_true", help="every stage in a few minutes, fewer steps")
     p.add_argument("--steps", type=int, default=None, help="GRPO steps (default 20; 2 with --quick)")
@@ -30,7 +31,7 @@ def _run(args) -> int:
     extra = {} if args.path_copies is None else {"path_copies": args.path_copies}
     if args.informed_tests:
         extra["informed_tests"] = True
-    cfg = DemoConfig(out=args.out, suite=args.suite, sandbox=args.sandbox, preset=args.preset,
+    cfg = DemoConfig(out=args.out, suite=args.suite, sandbox=args.sandbox, ray=args.ray, preset=args.preset,
                      quick=args.quick, seed=args.seed, **extra)
     if args.steps is not None:
         if args.steps < 1:

@@ -31,6 +31,7 @@ def _policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=("local", "docker"), default="local",
                    help="sandbox backend")
     p.add_argument("--pool-size", type=int, default=None, help="sandboxes used concurrently")
+    p.add_argument("--ray", metavar="auto|ADDRESS", help="run the episodes' sandboxes on a Ray cluster")
     p.add_argument("--seed", type=int, default=0,
                    help="run seed; the same seed gives the same per-episode seeds (paired runs)")
     p.add_argument("--max-turns", type=int, default=None,
@@ -112,7 +113,7 @@ def _rollouts(args, suite, episodes: int):
     from fixrl.harness.agent.rollouts import open_rollouts
     from fixrl.sandbox import SandboxConfig
 
-    sandbox = SandboxConfig(backend=args.backend, pool_size=args.pool_size or max(1, min(episodes, 8)))
+    sandbox = SandboxConfig(backend=args.backend, pool_size=args.pool_size or max(1, min(episodes, 8)), ray=args.ray)
     return open_rollouts(suite, _env_config(args), sandbox)
 
 
@@ -135,6 +136,7 @@ def cmd_eval(args) -> int:
     from fixrl.harness.cli import UserError
     from fixrl.evals.run import (EvalError, EvalResult, check_ks, check_policy_args, compare, evaluate,
                            load_split)
+    from fixrl.sandbox import SandboxConfigError
 
     if args.compare:
         if args.model or args.policy:
@@ -158,7 +160,7 @@ def cmd_eval(args) -> int:
             result = evaluate(policy, suite, split=args.split, n=args.n, ks=args.k, seed=args.seed,
                               task_ids=args.task_ids, rollouts=rollouts, out=args.out,
                               progress=not args.no_progress and not args.json, policy_info=desc)
-    except EvalError as e:
+    except (EvalError, SandboxConfigError) as e:
         raise UserError(str(e)) from None
     if args.json:
         print(json.dumps(result.summary(), indent=2))
@@ -194,7 +196,7 @@ def cmd_probe(args) -> int:
                             tries=args.tries, needed=args.mixed_groups, seed=args.seed,
                             progress=not args.no_progress and not args.json, out=args.out,
                             rollouts=rollouts, policy_info=desc, task_ids=args.task_ids)
-    except (EvalError, ValueError) as e:
+    except (EvalError, ValueError) as e:  # SandboxConfigError (a bad --ray) is a ValueError
         raise UserError(str(e)) from None
     print(json.dumps(res.to_dict(), indent=2) if args.json else res.to_text())
     return 0

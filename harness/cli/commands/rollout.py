@@ -19,6 +19,7 @@ def register(sub) -> None:
     p.add_argument("--backend", default="local", choices=["local", "docker"], help="sandbox backend (default local)")
     p.add_argument("--image", help="Docker image (default: the base sandbox image)")
     p.add_argument("--pool-size", type=int, help="sandboxes = episodes in lockstep (default min(episodes, 8))")
+    p.add_argument("--ray", metavar="auto|ADDRESS", help="run the episodes' sandboxes on a Ray cluster")
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature; 0 = greedy (model only)")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (model only)")
     p.add_argument("--max-new-tokens", type=int, default=256, help="tokens per assistant turn (model only)")
@@ -100,7 +101,7 @@ def run(args) -> int:
 
     from fixrl.envs import EnvConfig
     from fixrl.harness.agent.rollouts import open_rollouts
-    from fixrl.sandbox import SandboxConfig, SandboxError
+    from fixrl.sandbox import SandboxConfig, SandboxConfigError, SandboxError
 
     console = Console()
     total = args.n * len(chosen)
@@ -113,11 +114,13 @@ def run(args) -> int:
 
     t0 = time.time()
     try:
-        sandbox = SandboxConfig(backend=args.backend, image=args.image, pool_size=size)
+        sandbox = SandboxConfig(backend=args.backend, image=args.image, pool_size=size, ray=args.ray)
         with open_rollouts(suite, config, sandbox, max_total_tokens=args.max_total_tokens) as rollouts:
             trajs = rollouts.run(policy, chosen, args.n, args.seed, progress=show)
     except SandboxError as e:
         raise UserError(f"sandbox ({args.backend}): {e}") from None
+    except SandboxConfigError as e:
+        raise UserError(str(e)) from None
     seconds = time.time() - t0
     console.print(summary_table(trajs, title=f"{policy.name} on {suite.name}: {total} episode{'s' if total != 1 else ''} in {seconds:.1f} s"))
     if args.save:

@@ -21,6 +21,8 @@ _GRPO_FLAGS = [
     (("--eval-every",), dict(type=int, help="held-out pass@1 every N steps (0: never)")),
     (("--save-every",), dict(type=int, help="checkpoint every N steps (always at exit)")),
     (("--pool-size",), dict(type=int, help="sandboxes used concurrently")),
+    (("--ray",), dict(metavar="auto|ADDRESS", help="run the episodes' sandboxes on a Ray cluster (its nodes' "
+                                                   "fixrl_sandbox slots set the lockstep width)")),
     (("--min-mixed-groups",), dict(type=int, help="mixed groups wanted per update (dynamic sampling)")),
     (("--max-group-tries",), dict(type=int, help="groups tried at most per update (dynamic sampling)")),
     (("--reward",), dict(help='"hidden" (default), "public", or "module:function" of the episode info')),
@@ -147,6 +149,7 @@ def cmd_grpo(args: argparse.Namespace) -> int:
     if args.print_config and not args.resume:
         print(json.dumps(cfg.to_dict(), indent=2, sort_keys=True))
         return 0
+    from fixrl.sandbox import SandboxConfigError
     from fixrl.train.grpo import RunError, run_grpo
     from fixrl.train.model import ModelError
 
@@ -168,7 +171,7 @@ def cmd_grpo(args: argparse.Namespace) -> int:
     console = None if args.quiet else Console(stderr=True)
     try:
         summary = run_grpo(cfg, resume=args.resume, overrides=overrides, console=console)
-    except (RunError, ModelError) as e:
+    except (RunError, ModelError, SandboxConfigError) as e:
         raise UserError(str(e)) from None
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
