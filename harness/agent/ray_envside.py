@@ -33,7 +33,7 @@ from fixrl.envs import EnvConfig
 from fixrl.envs import rename as rn
 from fixrl.envs.tools import TOOLS
 from fixrl.envs.types import EpisodeInfo, Malformed, StepResult, ToolCall
-from fixrl.harness.agent.envside import Started
+from fixrl.harness.agent.envside import ClusterError, Started
 from fixrl.harness.agent.ray_pool import WorkerHandle, WorkerLost, WorkerPool
 from fixrl.harness.agent.ray_worker import RemoteStarted, RemoteStep, ViewState
 from fixrl.sandbox import ExecResult, SandboxError
@@ -58,26 +58,34 @@ class Deadlines:
     """Seconds each call of one episode may take on its worker before the worker counts as hung."""
 
     start: float
-    command: float
-    """A step whose tool runs a command (the task's or env config's tool timeout)."""
     finish: float
     file: float
-    """A step that reads or writes files, a malformed call, a read through the view."""
+    """A step that reads or writes files (read, edit, submit), a malformed call, a view's read."""
+    margin: float
+    tool_timeouts: tuple[tuple[str, float], ...]
+    """The env config's timeouts per tool name."""
+    task_tool_timeout: float
 
     def step(self, call: ToolCall | Malformed) -> float:
-        if isinstance(call, ToolCall) and isinstance(call.name, str) and call.name not in ("read", "edit", "submit"):
-            return self.command
-        return self.file
+        """A step's deadline: a tool that runs a command gets its timeout as ToolEnv gives it."""
+        name = call.name if isinstance(call, ToolCall) and isinstance(call.name, str) else None
+        if name is None or name in ("read", "edit", "submit"):
+            return self.file
+        tool = TOOLS.get(name)
+        own = dict(self.tool_timeouts).get(name) or (tool.timeout if tool is not None else None)
+        return float(own or self.task_tool_timeout) + self.margin
 
 
 def deadlines(task: Task, env: EnvConfig, margin: float) -> Deadlines:
     """From the task's and env config's own limits, plus `margin` (SandboxConfig.ray_call_margin)."""
-    tool = max([float(task.limits.tool_timeout), *map(float, env.tool_timeouts.values())])
     setup = float(task.limits.setup_timeout) * len(task.setup)
-    public = tool if env.public_check or env.reward == "public" else 0.0
+    public = float(env.tool_timeouts.get("test", task.limits.tool_timeout)) \
+        if env.public_check or env.reward == "public" else 0.0
     check = float(task.check.timeout) + setup + public + CHECK_OVERHEAD_SECONDS
-    return Deadlines(start=START_SECONDS + setup + margin, command=tool + margin,
-                     finish=check * (max(0, env.check_retries) + 1) + margin, file=FILE_SECONDS + margin)
+    return Deadlines(start=START_SECONDS + setup + margin, finish=check * (max(0, env.check_retries) + 1) + margin,
+                     file=FILE_SECONDS + margin, margin=margin,
+                     tool_timeouts=tuple((k, float(v)) for k, v in env.tool_timeouts.items()),
+                     task_tool_timeout=float(task.limits.tool_timeout))
 
 
 def same_observation(call: ToolCall | Malformed, before: StepResult, after: StepResult) -> bool:
@@ -257,7 +265,15 @@ class RayEnvSide:
         return w.call("start", self.id, ep.key, token, ep.seed, deadline=ep.limits.start)
 
     def _open_side(self, w: WorkerHandle) -> None:
-        w.call("open_side", self.id, self.env_config, self._suite_settings, deadline=START_SECONDS + self.margin)
+        try:
+            w.call("open_side", self.id, self.env_config, self._suite_settings, deadline=START_SECONDS + self.margin)
+        except (WorkerLost, SandboxError):
+            raise
+        except Exception as e:
+            raise ClusterError(f"node {w.node[:8]} cannot take this run's episode settings ({type(e).__name__}: "
+                               f"{str(e).strip().splitlines()[-1][:300]}): a reward function or tool must be "
+                               "importable on every node (install its module there, or put its folder on the "
+                               "PYTHONPATH of that node's `ray start`)") from None
         with self._lock:
             self._opened.append(w)
 
