@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from fixrl.train.config import make_config
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -26,10 +25,9 @@ def _config(tiny_model, suite, out, ray):
 def test_two_grpo_steps_on_the_cluster_equal_one_process(ray_cluster, tiny_model, train_suite, tmp_path,
                                                         monkeypatch):
     import torch
-    from safetensors.torch import load_file
-
     from fixrl.harness.agent import rollouts as rollouts_mod
     from fixrl.train.grpo import run_grpo
+    from safetensors.torch import load_file
 
     opened = []
     real = rollouts_mod.open_rollouts

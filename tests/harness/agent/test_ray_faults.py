@@ -12,8 +12,6 @@ import sys
 import time
 
 import pytest
-from raykit import comparable, containers, owner_records, wait_clean
-
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.harness.agent.local import LocalRollouts
@@ -21,6 +19,7 @@ from fixrl.harness.agent.policies.scripted import ScriptedPolicy
 from fixrl.harness.agent.ray_rollouts import RayRollouts
 from fixrl.sandbox import SandboxConfig
 from fixrl.tasks.suites import GYM_SUITE
+from raykit import comparable, containers, owner_records, wait_clean
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

@@ -9,17 +9,16 @@ import json
 import sys
 
 import pytest
-from raykit import comparable, left_behind, wait_clean
-
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.harness.agent.envside import ClusterError
 from fixrl.harness.agent.local import LocalRollouts
 from fixrl.harness.agent.policies.scripted import ScriptedPolicy
-from fixrl.harness.agent.rollouts import open_rollouts
 from fixrl.harness.agent.ray_rollouts import RayRollouts
+from fixrl.harness.agent.rollouts import open_rollouts
 from fixrl.sandbox import SandboxConfig, SandboxConfigError
 from fixrl.tasks.suites import BUILTIN_SUITE, GYM_SUITE
+from raykit import comparable, left_behind, wait_clean
 
 pytestmark = pytest.mark.ray
 
