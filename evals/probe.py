@@ -21,6 +21,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fixrl.envs import EnvConfig
+from fixrl.evals.run import EvalError, evaluate, load_split
+from fixrl.harness.agent.policies import PolicyConfig
+from fixrl.harness.agent.rollouts import open_rollouts
+from fixrl.sandbox import SandboxConfig
+
 
 @dataclass
 class ProbeStats:
@@ -163,19 +169,22 @@ class ProbeResult:
         return "\n".join(lines)
 
 
-def run_probe(policy: Any, suite: Any, split: str = "train", k: int = 4, group_size: int = 6,
-              tries: int = 16, needed: int = 4, *, seed: int = 0, progress: bool = True, out: Any = None,
-              **eval_kwargs: Any) -> ProbeResult:
-    """k episodes per task (the same batched loop as `evaluate`; `eval_kwargs` go to it, e.g.
-    `rollouts`, `task_ids`, `policy_info`), then `probe_stats`."""
-    from fixrl.evals.run import EvalError, evaluate
-
+def check_probe(k: int, group_size: int, tries: int, needed: int) -> None:
+    """EvalError naming the flag when the probe's numbers cannot work."""
     if k < 1:
         raise EvalError(f"-k must be >= 1 attempts per task, got {k}")
     if group_size < 2:
         raise EvalError(f"--group-size must be >= 2 (a group of {group_size} is never mixed)")
     if tries < 1 or needed < 1:
         raise EvalError(f"--tries and --mixed-groups must be >= 1 (got {tries}, {needed})")
+
+
+def run_probe(policy: Any, suite: Any, split: str = "train", k: int = 4, group_size: int = 6,
+              tries: int = 16, needed: int = 4, *, seed: int = 0, progress: bool = True, out: Any = None,
+              **eval_kwargs: Any) -> ProbeResult:
+    """k episodes per task (the same batched loop as `evaluate`; `eval_kwargs` go to it, e.g.
+    `rollouts`, `task_ids`, `policy_info`), then `probe_stats`."""
+    check_probe(k, group_size, tries, needed)
     result = evaluate(policy, suite, split=split, n=k, ks=(1,), seed=seed, out=out, progress=progress,
                       **eval_kwargs)
     return probe_result(result, group_size, tries, needed)
@@ -185,8 +194,6 @@ def probe_result(result: Any, group_size: int = 6, tries: int = 16,
                  needed: int = 4) -> ProbeResult:
     """The probe's figures from an eval result (`evals.run.EvalResult`): its n episodes per task
     are the k attempts. Errored episodes are left out of each task's attempts."""
-    from fixrl.evals.run import EvalError
-
     k = result.n
     kept = [t for t in result.tasks if t.scored > 0]
     dropped = [t.task_id for t in result.tasks if t.scored == 0]
@@ -198,3 +205,51 @@ def probe_result(result: Any, group_size: int = 6, tries: int = 16,
     return ProbeResult(stats=stats, task_ids=[t.task_id for t in kept], policy=result.policy,
                        suite=result.suite, split=result.split,
                        errors=int(result.overall.get("errors", 0)), dropped=dropped)
+
+
+@dataclass
+class ProbeConfig:
+    """Every setting of `fixrl probe`: k attempts per task, and the mixed groups GRPO would see."""
+
+    suite: str | None = None
+    """Suite directory; None: the built-in suite."""
+    split: str = "train"
+    """Task split to probe (the one GRPO trains on)."""
+    tasks: list[str] | None = None
+    """Only these task ids of the split."""
+    k: int = 4
+    """Attempts per task."""
+    group_size: int = 6
+    """GRPO's group size G."""
+    tries: int = 16
+    """Groups tried per step (dynamic sampling's max_group_tries)."""
+    mixed_groups: int = 4
+    """Mixed groups needed per step (dynamic sampling's min_mixed_groups)."""
+    seed: int = 0
+    """Run seed."""
+    out: str | None = None
+    """Also save the probe's episodes here."""
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    """The policy probed (the start of a GRPO run)."""
+    env: EnvConfig = field(default_factory=EnvConfig)
+    """Episode settings: the ones GRPO will use."""
+    sandbox: SandboxConfig = field(default_factory=lambda: SandboxConfig(pool_size=8))
+    """Where the episodes run."""
+
+
+def run_probe_job(cfg: ProbeConfig, progress: bool = True) -> ProbeResult:
+    """`fixrl probe`: cheap checks first, then the policy, the rollouts and `run_probe`."""
+    check_probe(cfg.k, cfg.group_size, cfg.tries, cfg.mixed_groups)
+    cfg.policy.check()
+    suite, _ = load_split(cfg.suite or _builtin_suite(), cfg.split, cfg.tasks)
+    policy = cfg.policy.load(cfg.seed)
+    with open_rollouts(suite, cfg.env, cfg.sandbox) as rollouts:
+        return run_probe(policy, suite, split=cfg.split, k=cfg.k, group_size=cfg.group_size, tries=cfg.tries,
+                         needed=cfg.mixed_groups, seed=cfg.seed, progress=progress, out=cfg.out,
+                         rollouts=rollouts, policy_info=cfg.policy.describe(), task_ids=cfg.tasks)
+
+
+def _builtin_suite():
+    from fixrl.tasks.suites import BUILTIN_SUITE  # package data
+
+    return BUILTIN_SUITE

@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fixrl.harness.agent.policies import Policy
+from fixrl.envs import EnvConfig
+from fixrl.harness.agent.policies import Policy, PolicyConfig
 from fixrl.harness.agent.rollouts import Rollouts, open_rollouts
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxConfig
@@ -33,7 +34,52 @@ from fixrl.evals.passk import Interval, bootstrap_mean, paired_bootstrap, pass_a
 from fixrl.evals.stats import behaviour_stats, format_stat, is_error, is_pass
 
 RESULTS_FORMAT = 1
-SCRIPTED = ("oracle", "blind", "random")
+
+
+@dataclass
+class EvalConfig:
+    """Every setting of `fixrl eval`: n episodes per task of a split, scored with pass@k."""
+
+    suite: str | None = None
+    """Suite directory; None: the built-in suite."""
+    split: str = "heldout"
+    """Task split to evaluate."""
+    tasks: list[str] | None = None
+    """Only these task ids of the split (in this order)."""
+    n: int = 8
+    """Episodes per task."""
+    ks: list[int] = field(default_factory=lambda: [1, 4, 8])
+    """The k of each pass@k (every k <= n)."""
+    seed: int = 0
+    """Run seed: the same seed gives the same per-episode seeds (paired comparisons)."""
+    out: str | None = None
+    """Directory for results.json, results.md and trajectories.jsonl.gz."""
+    max_total_tokens: int | None = None
+    """Token budget of an episode (past it: out_of_tokens)."""
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    """The policy evaluated."""
+    env: EnvConfig = field(default_factory=EnvConfig)
+    """Episode settings: use the ones the policy was trained with (rename, prompt, schemas)."""
+    sandbox: SandboxConfig = field(default_factory=lambda: SandboxConfig(pool_size=8))
+    """Where the episodes run (sandboxes are started as episodes need them, at most pool_size)."""
+
+
+def run_eval(cfg: EvalConfig, progress: bool = True) -> EvalResult:
+    """`fixrl eval`: the cheap checks first (clear errors before a model or the suite loads),
+    then the policy, the rollouts and `evaluate`."""
+    cfg.policy.check()
+    check_ks(cfg.n, cfg.ks)
+    suite, _ = load_split(cfg.suite or _builtin_suite(), cfg.split, cfg.tasks)
+    policy = cfg.policy.load(cfg.seed)
+    with open_rollouts(suite, cfg.env, cfg.sandbox, max_total_tokens=cfg.max_total_tokens) as rollouts:
+        return evaluate(policy, suite, split=cfg.split, n=cfg.n, ks=cfg.ks, seed=cfg.seed, task_ids=cfg.tasks,
+                        rollouts=rollouts, out=cfg.out, progress=progress, policy_info=cfg.policy.describe())
+
+
+def _builtin_suite() -> Path:
+    from fixrl.tasks.suites import BUILTIN_SUITE  # the suites are package data, absent in a stripped install
+
+    return BUILTIN_SUITE
 
 
 class EvalError(ValueError):
@@ -253,78 +299,6 @@ def score(trajectories: Sequence[Any], tasks: Sequence[Any], ks: Sequence[int], 
     return results, overall
 
 
-# ----------------------------------------------------------------------------- policies
-
-
-def _has_tokenizer(d: Path) -> bool:
-    names = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
-    return any((d / x).is_file() for x in names) or any(d.glob("*.tiktoken"))
-
-
-def check_policy_args(model: str | Path | None, adapter: str | Path | None,
-                      policy: str | None) -> None:
-    """Clear errors before anything heavy loads."""
-    if (model is None) == (policy is None):
-        raise EvalError("give exactly one of --model DIR (a causal LM checkpoint) or --policy "
-                        f"NAME (scripted: {', '.join(SCRIPTED)})")
-    if policy is not None:
-        if adapter is not None:
-            raise EvalError("--adapter goes with --model, not with a scripted --policy")
-        if policy not in SCRIPTED:
-            raise EvalError(f"--policy {policy!r}: unknown scripted policy; choose one of "
-                            f"{', '.join(SCRIPTED)} (or pass --model DIR)")
-        return
-    m = Path(model)
-    if not m.is_dir():
-        raise EvalError(f"--model {m}: no such directory (give a local checkpoint directory, "
-                        f"e.g. one made by `fixrl init-tiny DIR`; nothing is downloaded)")
-    if not (m / "config.json").is_file():
-        raise EvalError(f"--model {m}: no config.json there; not a transformers checkpoint "
-                        f"directory")
-    if not _has_tokenizer(m):
-        raise EvalError(f"--model {m}: no tokenizer files there (tokenizer.json / "
-                        f"tokenizer_config.json); save the tokenizer next to the weights with "
-                        f"tokenizer.save_pretrained('{m}')")
-    if adapter is not None:
-        a = Path(adapter)
-        if not a.is_dir():
-            raise EvalError(f"--adapter {a}: no such directory (give a peft adapter directory "
-                            f"written by `fixrl sft` or `fixrl grpo`)")
-        if not (a / "adapter_config.json").is_file():
-            raise EvalError(f"--adapter {a}: no adapter_config.json there; not a peft adapter "
-                            f"directory")
-
-
-def load_eval_policy(model: str | Path | None = None, adapter: str | Path | None = None,
-                     policy: str | None = None, *, temperature: float = 1.0, greedy: bool = False,
-                     seed: int = 0, **sampling: Any) -> tuple[Any, dict[str, Any]]:
-    """Check the arguments, then `harness.policies.load_policy`; returns (policy, description)."""
-    check_policy_args(model, adapter, policy)
-    from fixrl.harness.agent.policies import load_policy
-
-    if greedy:
-        temperature = 0.0  # HFPolicy treats temperature 0 as greedy decoding
-    kwargs: dict[str, Any] = dict(sampling)
-    if model is not None:
-        kwargs["temperature"] = temperature
-    else:
-        kwargs["seed"] = seed
-    try:
-        pol = load_policy(model=str(model) if model is not None else None,
-                          adapter=str(adapter) if adapter is not None else None,
-                          policy=policy, **kwargs)
-    except (OSError, ValueError) as e:
-        what = f"--model {model}" + (f" --adapter {adapter}" if adapter else "") if model \
-            else f"--policy {policy}"
-        raise EvalError(f"{what}: could not load the policy: {e}") from e
-    name = policy if policy is not None else Path(model).name + (
-        f"+{Path(adapter).name}" if adapter is not None else "")
-    desc = {"name": name, "kind": "scripted" if policy else "model", "policy": policy,
-            "model": str(model) if model else None, "adapter": str(adapter) if adapter else None,
-            "temperature": None if policy else temperature, "greedy": greedy}
-    return pol, desc
-
-
 # ----------------------------------------------------------------------------- running
 
 
@@ -334,7 +308,7 @@ def load_split(suite: Any, split: str,
     suite, an empty split or an unknown task id."""
     from fixrl import tasks as tasks_pkg
 
-    if not hasattr(suite, "split"):
+    if isinstance(suite, (str, Path)):
         path = Path(suite)
         if not path.exists():
             raise EvalError(f"--suite {path}: no such directory")
@@ -397,7 +371,8 @@ def evaluate(policy: Policy | str, suite: Suite | Path | str, *, split: str = "h
     ks = check_ks(n, ks)
     suite, chosen = load_split(suite, split, task_ids)
     if isinstance(policy, str):
-        policy, desc = load_eval_policy(policy=policy, seed=seed)
+        pc = PolicyConfig(policy=policy)
+        policy, desc = pc.load(seed), pc.describe()
     else:
         desc = dict(policy_info or {"name": type(policy).__name__, "kind": "object"})
     temperature = getattr(policy, "temperature", None)
@@ -536,5 +511,5 @@ def compare(a: EvalResult, b: EvalResult, *, ks: Sequence[int] | None = None,
 
 
 __all__ = ["evaluate", "score", "compare", "EvalResult", "TaskResult", "Comparison", "EvalError",
-           "load_eval_policy", "check_policy_args", "load_split", "check_ks",
+           "EvalConfig", "run_eval", "load_split", "check_ks",
            "save_trajectories_gz", "load_trajectories_gz", "Interval"]

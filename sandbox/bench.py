@@ -1,19 +1,38 @@
 """fixrl bench sandbox: start, tool-call latency, reset and close of a sandbox, against plain
-`docker exec` measured in the same run (this module is imported at CLI start-up: heavy
-imports stay inside the functions)."""
+`docker exec` measured in the same run."""
 from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from fixrl.sandbox import DEFAULT_IMAGE, open_sandbox
+from fixrl.sandbox.config import SandboxConfigError
 
 TARGET_EXEC_RATIO = 8.0
 TARGET_RESET_MS = 150.0
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("--backend", choices=["docker", "local"], default="docker",
-                        help="sandbox backend to measure (default: docker)")
-    parser.add_argument("--n", type=int, default=200, help="tool calls timed (default: 200)")
-    parser.add_argument("--files", type=int, default=50,
-                        help="files in the repository that is reset (default: 50)")
-    parser.add_argument("--image", default=None, help="Docker image (default: the base image)")
+@dataclass
+class Config:
+    """`fixrl bench sandbox`."""
+
+    backend: Literal["docker", "local"] = "docker"
+    """Sandbox backend to measure."""
+    n: int = 200
+    """Tool calls timed."""
+    files: int = 50
+    """Files in the repository that is reset."""
+    image: str | None = None
+    """Docker image (None: the base image)."""
+
+    def validate(self) -> None:
+        if self.n < 1 or self.files < 3:
+            raise SandboxConfigError(f"bench sandbox: n ({self.n}) must be >= 1 and files ({self.files}) >= 3")
 
 
 def _make_repo(path, n_files: int) -> None:
@@ -32,8 +51,6 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 def _timed(fn, n: int) -> list[float]:
-    import time
-
     out = []
     for _ in range(n):
         t = time.perf_counter()
@@ -42,16 +59,10 @@ def _timed(fn, n: int) -> list[float]:
     return out
 
 
-def measure(backend: str = "docker", n: int = 200, files: int = 50, image: str | None = None) -> dict:
+def measure(cfg: Config) -> dict:
     """All figures in milliseconds."""
-    import shutil
-    import subprocess
-    import tempfile
-    import time
-    from pathlib import Path
-
-    from fixrl.sandbox import DEFAULT_IMAGE, open_sandbox
-
+    cfg.validate()
+    backend, n, files, image = cfg.backend, cfg.n, cfg.files, cfg.image
     image = image or DEFAULT_IMAGE
     res: dict = {"backend": backend, "n": n, "files": files}
     with tempfile.TemporaryDirectory(prefix="fixrl-bench-") as tmp:
@@ -104,7 +115,7 @@ def measure(backend: str = "docker", n: int = 200, files: int = 50, image: str |
                     cli = _timed(lambda: subprocess.run(["docker", "exec", cid, "true"],
                                                         capture_output=True, check=True), k)
                     res["docker_exec_cli_p50_ms"] = _pct(cli, 0.5)
-                    from fixrl.sandbox.docker import client
+                    from fixrl.sandbox.docker import client  # the docker SDK: only when Docker is measured
 
                     api = client().api
 
@@ -125,25 +136,11 @@ def measure(backend: str = "docker", n: int = 200, files: int = 50, image: str |
 
 
 def _docker_ok() -> bool:
-    import subprocess
-
     return subprocess.run(["docker", "info"], capture_output=True).returncode == 0
 
 
-def run(args) -> int:
-    import json
-
-    from fixrl.harness.cli import UserError
-    from fixrl.sandbox import SandboxError
-
-    try:
-        res = measure(args.backend, n=args.n, files=args.files, image=args.image)
-    except SandboxError as e:
-        raise UserError(str(e)) from None
-    if getattr(args, "json", False):
-        print(json.dumps(res, indent=2))
-        return 0
-    from rich.console import Console
+def show(res: dict[str, Any], con: Any) -> None:
+    """The figures as a table and the two targets' verdicts, on a rich console."""
     from rich.table import Table
 
     t = Table(title=f"fixrl bench sandbox ({res['backend']}, {res['files']}-file repository)")
@@ -157,7 +154,6 @@ def run(args) -> int:
                        ("docker_exec_sdk_p50_ms", "baseline: SDK exec_run p50")]:
         if key in res:
             t.add_row(label, f"{res[key]:.1f}")
-    con = Console()
     con.print(t)
     if "exec_speedup_vs_cli" in res:
         r = res["exec_speedup_vs_cli"]
@@ -167,4 +163,3 @@ def run(args) -> int:
                   f"{res['exec_speedup_vs_sdk']:.1f}x); target >= {TARGET_EXEC_RATIO:.0f}x: {verdict}")
     con.print(f"reset {res['reset_ms']:.1f} ms; target < {TARGET_RESET_MS:.0f} ms: "
               f"{'met' if res['reset_ms'] < TARGET_RESET_MS else 'MISSED'}")
-    return 0

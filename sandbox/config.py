@@ -3,6 +3,7 @@ nests (GRPO, evaluation, the probe, the demo) instead of copying its fields."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from fixrl.sandbox.pool import SandboxPool
 
@@ -13,7 +14,7 @@ BACKENDS = ("local", "docker")
 class SandboxConfig:
     """The sandboxes behind a run's episodes."""
 
-    backend: str = "local"
+    backend: Literal["local", "docker"] = "local"
     """`local` (bubblewrap, no daemon) or `docker` (a hardened container per sandbox)."""
     image: str | None = None
     """Docker image of the sandboxes; None: the task's own `image`, else `fixrl-sandbox:base`."""
@@ -21,8 +22,8 @@ class SandboxConfig:
     """Sandboxes used at once: the number of episodes that advance in lockstep. With `ray`, each
     worker node's own `fixrl_sandbox` resource sets its share instead."""
     ray: str | None = None
-    """Run the episodes' environment side on a Ray cluster: "auto" (the cluster this machine
-    belongs to) or the head's ADDRESS (host:port); None: in this process (needs `fixrl[ray]`)."""
+    """Run the episodes' sandboxes, tool calls and checks on a Ray cluster (`fixrl[ray]`): "auto"
+    (the cluster this machine belongs to) or the head's HOST:PORT. Unset: in this process."""
     ray_retries: int = 2
     """Times an episode whose worker node died is restarted on another node (same task, same seed,
     its tool calls replayed) before it ends as `error`."""

@@ -140,7 +140,8 @@ def kill_leftovers(owner_dir: Path) -> int:
 def remove_containers(session: str) -> int:
     """Remove the Docker containers of one sandbox session label; 0 when no daemon answers."""
     try:
-        from fixrl.sandbox import docker as docker_backend
+        # Here: the reaper stays a small process (no docker SDK) unless its owner used Docker.
+        from fixrl.sandbox import docker as docker_backend  # noqa: PLC0415
 
         return docker_backend.cleanup(session)
     except Exception as e:  # noqa: BLE001 - no daemon: its containers died with it (auto-remove)

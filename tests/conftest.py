@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -55,14 +56,12 @@ def ray_cluster():
     helper folders are on the nodes' PYTHONPATH (a reward function must be importable there).
     Tests that add nodes kill them before they end, so every test sees these two."""
     try:
-        import ray  # noqa: F401 - the optional extra; `make test` installs it
+        import ray  # noqa: F401, PLC0415 - the optional extra; `make test` installs it
     except ImportError:
         if os.environ.get("CI"):
             pytest.fail("Ray is not installed; `make test` installs fixrl[ray]")
         pytest.skip("Ray is not installed (pip install 'fixrl[ray]')")
-    import tempfile
-
-    from fixrl.harness.agent.ray_local import LocalCluster
+    from fixrl.harness.agent.ray_local import LocalCluster  # noqa: PLC0415 - only tests that use a cluster
 
     tests = Path(__file__).resolve().parent
     # Short: Ray's socket paths under it must stay within the 107 characters of a unix socket.

@@ -2,6 +2,7 @@
 node left behind."""
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -28,7 +29,7 @@ def comparable(traj) -> dict:
     d["messages"] = [{**m, "content": _normal(m["content"] or "")} for m in d["messages"]]
     if timed:
         ids, mask = d.pop("token_ids"), d.pop("assistant_mask")
-        d["sampled_ids"] = [t for t, m in zip(ids, mask) if m]
+        d["sampled_ids"] = [t for t, m in zip(ids, mask, strict=True) if m]
         d.pop("turn_spans")
         d.pop("sampler_logprobs")
     return d
@@ -38,10 +39,8 @@ def owner_records(root: Path) -> list[dict]:
     """owner.json of every worker directory under a node root (or a cluster root's nodes)."""
     out = []
     for f in list(root.glob("workers/*/owner.json")) + list(root.glob("node*/workers/*/owner.json")):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             out.append(json.loads(f.read_text()))
-        except (OSError, ValueError):
-            pass
     return out
 
 

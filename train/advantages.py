@@ -26,23 +26,31 @@ def group_stats(rewards: Tensor, groups: Tensor) -> tuple[Tensor, Tensor, Tensor
 
 
 def compute_advantages(rewards: Tensor, groups: Tensor, scale_rewards: str = "none",
-                       eps: float = 1e-6) -> Tensor:
+                       baseline: str = "mean", eps: float = 1e-6) -> Tensor:
     """rewards [N], groups [N] -> advantages [N].
 
-    "none":  r - mean(group)                      (Dr. GRPO; the default)
-    "group": (r - mean(group)) / (std(group) + eps) (DeepSeekMath; population std)
-    "rloo":  r - mean(other members) = n/(n-1) * (r - mean)   (0 for a group of one)
+    baseline "mean":          r - mean(group)                       (GRPO, Dr. GRPO)
+    baseline "leave_one_out": r - mean(other members) = n/(n-1) * (r - mean)   (RLOO; 0 alone)
+    then scale_rewards "none" (as is; Dr. GRPO, the default), "group" (divided by the group's
+    population std + eps; DeepSeekMath) or "batch" (by the whole batch's population std + eps).
+    Earlier scale_rewards="rloo" is baseline="leave_one_out" unscaled.
     A group whose rewards are all equal gets exactly 0 under every mode.
     """
+    if scale_rewards == "rloo":
+        scale_rewards, baseline = "none", "leave_one_out"
     mean, std, n = group_stats(rewards, groups)  # [N] each
     centred = rewards - mean  # [N]
+    if baseline == "leave_one_out":
+        centred = torch.where(n > 1, centred * n / (n - 1).clamp(min=1), torch.zeros_like(centred))
+    elif baseline != "mean":
+        raise ValueError(f"baseline={baseline!r}: expected 'mean' or 'leave_one_out'")
     if scale_rewards == "none":
         return centred
     if scale_rewards == "group":
         return centred / (std + eps)
-    if scale_rewards == "rloo":
-        return torch.where(n > 1, centred * n / (n - 1).clamp(min=1), torch.zeros_like(centred))
-    raise ValueError(f"scale_rewards={scale_rewards!r}: expected 'none', 'group' or 'rloo'")
+    if scale_rewards == "batch":
+        return centred / (rewards.to(torch.float64).std(unbiased=False).to(rewards.dtype) + eps)
+    raise ValueError(f"scale_rewards={scale_rewards!r}: expected 'none', 'group' or 'batch'")
 
 
 def overlong_shaping(rewards: Tensor, turns: Tensor, max_turns: int, buffer: int) -> Tensor:

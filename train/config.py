@@ -1,11 +1,17 @@
 """The one config of a GRPO run, its presets, and the LoRA settings shared with SFT.
 
-Field names follow TRL's GRPOConfig where TRL has one (num_generations, temperature, beta,
-epsilon, epsilon_high, loss_type, scale_rewards, importance_sampling_level, learning_rate,
-max_grad_norm). A preset is a named set of fields applied over the defaults; the defaults
-are the `octlm` preset. Derived values (epsilon_high, the constant loss normaliser, the
-groups per rollout call) are resolved once in `__post_init__`, so config.json in a run
-directory holds exactly the values the run used.
+Field names and values follow TRL's GRPOConfig where TRL has one (num_generations,
+temperature, beta, epsilon, epsilon_high, loss_type `grpo | bnpo | dr_grpo | dapo`,
+scale_rewards `group | batch | none`, importance_sampling_level, num_iterations,
+steps_per_generation, max_steps, eval_steps, save_steps, learning_rate, max_grad_norm). The
+episodes' settings are an `envs.EnvConfig` and their sandboxes a `sandbox.SandboxConfig`,
+nested as `env` and `sandbox`. Earlier names (`epochs`, `minibatches`, `steps`, `eval_every`,
+`save_every`, loss types `token_mean` ..., `scale_rewards="rloo"`, the flat `backend` /
+`max_turns` / ... fields, the `octlm` preset) are aliases, so every saved config.json still
+loads. A preset is a named set of fields applied over the defaults; the defaults are the
+`dynamic_mean` preset. Derived values (epsilon_high, the constant loss normaliser, the groups
+per rollout call) are resolved once in `__post_init__`, so config.json in a run directory holds
+exactly the values the run used.
 """
 from __future__ import annotations
 
@@ -17,10 +23,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal
 
-ScaleRewards = Literal["none", "group", "rloo"]
-LossType = Literal["token_mean", "seq_mean_token_mean", "seq_mean_token_sum", "constant"]
+from fixrl.envs import EnvConfig
+from fixrl.sandbox import SandboxConfig
+
+ScaleRewards = Literal["none", "group", "batch"]
+Baseline = Literal["mean", "leave_one_out"]
+LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo", "seq_mean_token_sum"]
 KLEstimator = Literal["k1", "k2", "k3"]
 ISLevel = Literal["token", "sequence"]
+
+# Earlier names of GRPOConfig fields -> today's (TRL's where TRL has one).
+FIELD_ALIASES = {"epochs": "num_iterations", "minibatches": "steps_per_generation", "steps": "max_steps",
+                 "eval_every": "eval_steps", "save_every": "save_steps"}
+# Earlier values -> today's. verl's loss aggregation names are TRL's loss types.
+LOSS_TYPE_ALIASES = {"token_mean": "dapo", "seq_mean_token_mean": "grpo", "constant": "dr_grpo"}
+PRESET_ALIASES = {"octlm": "dynamic_mean"}
+# Fields that moved into the nested configs (a config.json written before has them flat).
+ENV_FIELDS = ("max_turns", "max_edits", "rename", "system_prompt", "tool_schemas", "reward")
+SANDBOX_FIELDS = ("backend", "image", "pool_size")
+# GRPO's episodes differ from EnvConfig's defaults in these (a partial `env` is merged over them).
+GRPO_ENV_DEFAULTS: dict[str, Any] = {"max_turns": 6, "rename": True}
+
+
+def canonical_loss_type(value: str) -> str:
+    """A loss type in TRL's names (`token_mean` -> `dapo`, ...); unknown values pass through."""
+    return LOSS_TYPE_ALIASES.get(value, value)
 
 ALL_LINEAR = "all-linear"
 
@@ -61,15 +88,12 @@ class GRPOConfig(LoRAConfig):
     """Split the periodic held-out evaluation runs on."""
     out: str = ""
     """Run directory: config.json, metrics.jsonl, trajectories/, checkpoints, TensorBoard events."""
-    backend: str = "local"
-    """Sandbox backend: "local" (no daemon) or "docker"."""
-    image: str | None = None
-    """Docker image for the sandboxes (None: the base image or the task's own)."""
-    pool_size: int = 4
-    """Sandboxes kept open and reused across episodes (tool calls of episodes run concurrently)."""
-    ray: str | None = None
-    """Run the episodes' sandboxes on a Ray cluster: "auto" or the head's HOST:PORT (SandboxConfig.ray;
-    the lockstep width is then the nodes' `fixrl_sandbox` slots, not pool_size)."""
+    env: EnvConfig = dataclasses.field(default_factory=lambda: EnvConfig(**GRPO_ENV_DEFAULTS))
+    """The episodes: turn and edit budgets, renaming, prompt, reward (`envs.EnvConfig`). GRPO's
+    defaults: 6 turns, renaming on (a function's name then carries no information about its fix)."""
+    sandbox: SandboxConfig = dataclasses.field(default_factory=SandboxConfig)
+    """The sandboxes behind the episodes: backend, image, pool size (`sandbox.SandboxConfig`);
+    one pool serves training and its periodic evaluations."""
 
     # ---- sampling ----------------------------------------------------------------------
     num_generations: int = 6
@@ -78,29 +102,11 @@ class GRPOConfig(LoRAConfig):
     """Sampling temperature; the trainer divides logits by the same value for its log-probs."""
     top_p: float = 1.0
     """Nucleus sampling. Below 1 the sampler's distribution is no longer the trainer's softmax."""
-    max_turns: int = 6
-    """Assistant turns per episode before it ends as out of turns."""
-    max_edits: int | None = None
-    """Applied edits per episode (later edits use a turn and change nothing: the defence against
-    stacking blind edits). None: the task's own `limits.max_edits`."""
-    rename: bool = True
-    """Per-episode renaming of the buggy function, so a name carries no information about the fix."""
-    system_prompt: str | None = None
-    """The episodes' system prompt (envs.EnvConfig's); None: the built-in one. Train with the
-    prompt the starting policy was fine-tuned with."""
-    tool_schemas: bool = True
-    """Render the tools' JSON schemas into the prompt (envs.EnvConfig's; False for a tiny model
-    fine-tuned without them)."""
     max_new_tokens: int = 256
     """Tokens the policy may sample per turn."""
     max_total_tokens: int = 6144
     """Token budget of a whole trajectory (prompt, turns and tool results); past it the episode
     ends as out of tokens."""
-    reward: Any = "hidden"
-    """"hidden" (the task's hidden check, the default), "public" (the agent-visible tests: for
-    studying reward hacking), or a callable `fn(info: EpisodeInfo) -> float` (in the CLI:
-    "module:function") that the environment applies to each finished episode (envs.EnvConfig's
-    reward). A callable must be importable by module and name for `--resume` to find it again."""
 
     # ---- dynamic sampling --------------------------------------------------------------
     dynamic_sampling: bool = True
@@ -126,25 +132,32 @@ class GRPOConfig(LoRAConfig):
 
     # ---- advantages --------------------------------------------------------------------
     scale_rewards: ScaleRewards = "none"
-    """"none": r - mean(group) (Dr. GRPO); "group": divided by the group's population std
-    (DeepSeekMath); "rloo": leave-one-out baseline, G/(G-1) times "none"."""
+    """Advantage scaling: "none" (Dr. GRPO), "group" (divided by the group's population std,
+    DeepSeekMath), "batch" (by the whole batch's std). Earlier "rloo" = "none" with
+    baseline="leave_one_out"."""
+    baseline: Baseline = "mean"
+    """What an episode's reward is compared with: "mean" of its group, or "leave_one_out" (the
+    mean of the other members: RLOO, G/(G-1) times the "mean" advantage)."""
     overlong_buffer: int = 0
     """DAPO-style overlong shaping over the turn budget: the reward falls linearly by up to 1
     over the last `overlong_buffer` turns. 0: off."""
 
     # ---- loss and update ---------------------------------------------------------------
-    loss_type: LossType = "token_mean"
-    """How per-token terms are averaged: "token_mean" over every generated token of the batch
-    (DAPO); "seq_mean_token_mean" per sequence then over sequences (DeepSeekMath);
-    "seq_mean_token_sum" sum per sequence, mean over sequences (RLOO); "constant": sum over the
-    batch divided by (sequences x loss_constant) (Dr. GRPO)."""
+    loss_type: LossType = "dapo"
+    """How per-token terms are averaged (TRL's names): "dapo" over every generated token of the
+    minibatch; "bnpo" over each micro-batch's tokens, then over micro-batches; "grpo" per
+    sequence then over sequences (DeepSeekMath); "dr_grpo" sum divided by (sequences x
+    loss_constant); "seq_mean_token_sum" sum per sequence, mean over sequences (RLOO: the
+    episode is one action). Earlier names: token_mean, seq_mean_token_mean, constant."""
     loss_constant: int | None = None
-    """Normaliser of loss_type="constant"; None: max_turns x max_new_tokens."""
-    epochs: int = 1
-    """Passes over each sampled batch. 1 with minibatches=1 is one on-policy update (ratio 1)."""
-    minibatches: int = 1
-    """Optimizer steps per epoch. Above 1 (or epochs above 1) the PPO clip applies, against
-    old log-probs recomputed by the trainer's own forward before the first update."""
+    """Normaliser of loss_type="dr_grpo"; None: env.max_turns x max_new_tokens."""
+    num_iterations: int = 1
+    """Passes over each sampled batch (TRL's mu; earlier `epochs`). 1 with steps_per_generation=1
+    is one on-policy update (ratio 1)."""
+    steps_per_generation: int = 1
+    """Optimizer steps per pass over a batch (earlier `minibatches`). Above 1 (or
+    num_iterations above 1) the PPO clip applies, against old log-probs recomputed by the
+    trainer's own forward before the first update."""
     epsilon: float = 0.2
     """Lower clip range: the ratio is clipped at 1 - epsilon."""
     epsilon_high: float | None = None
@@ -174,16 +187,16 @@ class GRPOConfig(LoRAConfig):
     # ---- schedule ----------------------------------------------------------------------
     seed: int = 0
     """Seeds Python, NumPy and torch, the sampler's data order and the rollouts."""
-    steps: int = 100
-    """Updates (sample -> advantages -> loss -> step) in the run."""
-    eval_every: int = 10
-    """Held-out evaluation every N steps (and after the last step). 0: never."""
+    max_steps: int = 100
+    """Updates (sample -> advantages -> loss -> step) in the run (earlier `steps`)."""
+    eval_steps: int = 10
+    """Held-out evaluation every N steps (and after the last step); 0: never (earlier `eval_every`)."""
     eval_generations: int = 1
     """Episodes per held-out task in the periodic evaluation (pass@1 over them)."""
     eval_max_tasks: int | None = None
     """Evaluate on at most this many held-out tasks (None: all)."""
-    save_every: int = 10
-    """Checkpoint every N steps (and always at exit). 0: only at exit."""
+    save_steps: int = 10
+    """Checkpoint every N steps (and always at exit); 0: only at exit (earlier `save_every`)."""
     keep_trajectories: bool = True
     """Write every sampled trajectory to trajectories/step_XXXXXX.jsonl.gz."""
     tensorboard: bool = True
@@ -194,29 +207,45 @@ class GRPOConfig(LoRAConfig):
     """The preset these values came from (for the record only)."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.env, dict):
+            self.env = _env_from_dict(self.env)
+        if isinstance(self.sandbox, dict):
+            self.sandbox = SandboxConfig(**self.sandbox)
+        self.loss_type = canonical_loss_type(self.loss_type)
         if self.epsilon_high is None:
             self.epsilon_high = self.epsilon
-        if self.loss_constant is None:
-            self.loss_constant = self.max_turns * self.max_new_tokens
+        if self.loss_constant is None and self.env.max_turns is not None:
+            self.loss_constant = self.env.max_turns * self.max_new_tokens
         if self.groups_per_rollout is None:
             self.groups_per_rollout = self.min_mixed_groups if self.dynamic_sampling else self.tasks_per_step
         self.validate()
 
+    @property
+    def max_turns(self) -> int | None:
+        """The episodes' turn budget (`env.max_turns`; None: each task's own)."""
+        return self.env.max_turns
+
     def validate(self) -> None:
         def bad(name: str, why: str) -> ValueError:
-            return ValueError(f"GRPOConfig.{name}={getattr(self, name)!r}: {why}")
+            return ValueError(f"GRPOConfig.{name}={_get(self, name)!r}: {why}")
 
         for name, t in _literal_fields().items():
             if getattr(self, name) not in t:
                 raise bad(name, f"must be one of {', '.join(map(repr, t))}")
-        for name in ("num_generations", "max_turns", "max_new_tokens", "max_total_tokens", "epochs",
-                     "minibatches", "min_mixed_groups", "max_group_tries", "tasks_per_step",
-                     "chunk_size", "micro_batch_size", "pool_size", "eval_generations", "outcome_memory"):
+        for name in ("num_generations", "max_new_tokens", "max_total_tokens", "num_iterations",
+                     "steps_per_generation", "min_mixed_groups", "max_group_tries", "tasks_per_step",
+                     "chunk_size", "micro_batch_size", "eval_generations", "outcome_memory"):
             if int(getattr(self, name)) < 1:
                 raise bad(name, "must be at least 1")
+        try:
+            self.sandbox.validate()
+        except ValueError as e:
+            raise ValueError(f"GRPOConfig.sandbox: {e}") from None
+        if self.env.max_turns is not None and self.env.max_turns < 1:
+            raise bad("env.max_turns", "must be at least 1 (or None: each task's own)")
         if self.num_generations < 2:
             raise bad("num_generations", "a group needs at least 2 episodes to have a baseline")
-        for name in ("steps", "eval_every", "save_every", "overlong_buffer", "warmup_steps"):
+        for name in ("max_steps", "eval_steps", "save_steps", "overlong_buffer", "warmup_steps"):
             if int(getattr(self, name)) < 0:
                 raise bad(name, "must be >= 0")
         if self.max_group_tries < self.min_mixed_groups:
@@ -231,21 +260,40 @@ class GRPOConfig(LoRAConfig):
             raise bad("beta" if self.beta < 0 else "learning_rate", "must be positive")
         if not 0 <= self.skip_keep_prob <= 1:
             raise bad("skip_keep_prob", "must be in [0, 1]")
-        if self.overlong_buffer > self.max_turns:
-            raise bad("overlong_buffer", f"must be <= max_turns ({self.max_turns})")
-        if not (isinstance(self.reward, str) and self.reward in ("hidden", "public")) and not callable(self.reward):
-            raise bad("reward", 'must be "hidden", "public", "module:function" or a callable')
+        if self.overlong_buffer and self.env.max_turns is None:
+            raise bad("overlong_buffer", "needs env.max_turns (the budget it shapes over)")
+        if self.env.max_turns is not None and self.overlong_buffer > self.env.max_turns:
+            raise bad("overlong_buffer", f"must be <= env.max_turns ({self.env.max_turns})")
+        if self.loss_type == "dr_grpo" and not self.loss_constant:
+            raise bad("loss_constant", 'loss_type "dr_grpo" needs it (or env.max_turns to derive it from)')
+        reward = self.env.reward
+        if not (isinstance(reward, str) and reward in ("hidden", "public")) and not callable(reward):
+            raise bad("env.reward", 'must be "hidden", "public", "module:function" or a callable')
+
+    def updated(self, **changes: Any) -> "GRPOConfig":
+        """A copy with `changes` (any names `upgrade` knows). A value derived from other fields
+        (epsilon_high, loss_constant, groups_per_rollout) is derived again from the new ones,
+        unless it was set to something else or is among the changes."""
+        d = self.to_dict()
+        derived = {"epsilon_high": self.epsilon,
+                   "loss_constant": self.env.max_turns * self.max_new_tokens if self.env.max_turns else None,
+                   "groups_per_rollout": self.min_mixed_groups if self.dynamic_sampling else self.tasks_per_step}
+        for name, value in derived.items():
+            if d[name] == value:
+                d[name] = None
+        return GRPOConfig.from_dict(merge(d, changes))
 
     # derived values a run reads
     @property
     def needs_old_logprobs(self) -> bool:
         """Old log-probs are needed (and recomputed) when one batch makes several updates."""
-        return self.epochs > 1 or self.minibatches > 1
+        return self.num_iterations > 1 or self.steps_per_generation > 1
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
-        if callable(self.reward):
-            d["reward"] = f"{getattr(self.reward, '__module__', '?')}:{getattr(self.reward, '__qualname__', repr(self.reward))}"
+        reward = self.env.reward
+        if callable(reward):
+            d["env"]["reward"] = f"{getattr(reward, '__module__', '?')}:{getattr(reward, '__qualname__', repr(reward))}"
         return d
 
     def save(self, path: Path) -> None:
@@ -253,55 +301,129 @@ class GRPOConfig(LoRAConfig):
 
     @classmethod
     def load(cls, path: Path, **overrides: Any) -> "GRPOConfig":
-        d = json.loads(Path(path).read_text())
-        d.update(overrides)
-        return cls.from_dict(d)
+        """A saved config.json with `overrides` (any names `upgrade` knows) applied over it."""
+        return cls.from_dict(merge(json.loads(Path(path).read_text()), overrides))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "GRPOConfig":
+        """From a config.json (any version: earlier names and flat fields are upgraded)."""
+        d = upgrade(d)
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:
             raise ValueError(f"unknown GRPOConfig field(s): {', '.join(unknown)}")
-        d = dict(d)
-        if isinstance(d.get("reward"), str):
-            d["reward"] = resolve_reward(d["reward"])
         return cls(**d)
+
+
+def _get(cfg: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
+
+
+def _env_from_dict(d: dict[str, Any]) -> EnvConfig:
+    d = {**GRPO_ENV_DEFAULTS, **d}
+    if isinstance(d.get("reward"), str):
+        d["reward"] = resolve_reward(d["reward"])
+    names = {f.name for f in dataclasses.fields(EnvConfig)}
+    unknown = sorted(set(d) - names)
+    if unknown:
+        raise ValueError(f"unknown EnvConfig field(s) in GRPOConfig.env: {', '.join(unknown)}")
+    return EnvConfig(**d)
+
+
+def upgrade(d: dict[str, Any]) -> dict[str, Any]:
+    """A GRPOConfig dict in today's names: field and value aliases resolved, flat env/sandbox
+    fields and dotted keys (`env.max_turns`) moved into the nested dicts. Idempotent."""
+    d = dict(d)
+    env = _as_dict(d.pop("env", None))
+    sandbox = _as_dict(d.pop("sandbox", None))
+    for old, new in FIELD_ALIASES.items():
+        if old in d:
+            if new in d:
+                raise ValueError(f"GRPOConfig: give {new!r} or its earlier name {old!r}, not both")
+            d[new] = d.pop(old)
+    for key in list(d):
+        part, dot, rest = key.partition(".")
+        if dot and part in ("env", "sandbox"):
+            (env if part == "env" else sandbox)[rest] = d.pop(key)
+        elif key in ENV_FIELDS:
+            env[key] = d.pop(key)
+        elif key in SANDBOX_FIELDS:
+            sandbox[key] = d.pop(key)
+    if "loss_type" in d:
+        d["loss_type"] = canonical_loss_type(d["loss_type"])
+    if d.get("scale_rewards") == "rloo":
+        d["scale_rewards"], d["baseline"] = "none", "leave_one_out"
+    if d.get("preset") in PRESET_ALIASES:
+        d["preset"] = PRESET_ALIASES[d["preset"]]
+    if env:
+        d["env"] = env
+    if sandbox:
+        d["sandbox"] = sandbox
+    return d
+
+
+def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` applied to `base`, both upgraded; the nested `env` and `sandbox` merge field by field."""
+    base, over = upgrade(base), upgrade(over)
+    for part in ("env", "sandbox"):
+        if part in base and part in over:
+            over[part] = {**base[part], **over[part]}
+    return {**base, **over}
+
+
+def dotted_names(d: dict[str, Any]) -> list[str]:
+    """The fields a (partial) config dict sets, in today's names: `max_steps`, `sandbox.pool_size`."""
+    up = upgrade(d)
+    names = [k for k in up if k not in ("env", "sandbox")]
+    for part in ("env", "sandbox"):
+        names += [f"{part}.{k}" for k in up.get(part, {})]
+    return names
+
+
+def _as_dict(v: Any) -> dict[str, Any]:
+    if v is None:
+        return {}
+    return dataclasses.asdict(v) if dataclasses.is_dataclass(v) else dict(v)
 
 
 # Each preset is a diff against the dataclass defaults (= octlm). A user's explicit fields
 # are applied over the preset.
 PRESETS: dict[str, dict[str, Any]] = {
-    # the design's run: G=6, mean-only advantage, token mean over all generated tokens,
-    # sample until 4 mixed groups or 16 tried, one on-policy update (no clip), no KL
-    "octlm": dict(num_generations=6, scale_rewards="none", loss_type="token_mean",
-                  dynamic_sampling=True, min_mixed_groups=4, max_group_tries=16,
-                  epochs=1, minibatches=1, beta=0.0),
+    # The default: G=6, advantage r - mean(group) (no std scaling), token mean over all generated
+    # tokens, sampling until 4 mixed groups or 16 tried, one on-policy update (no clip), no KL.
+    # (Earlier name: octlm.)
+    "dynamic_mean": dict(num_generations=6, scale_rewards="none", baseline="mean", loss_type="dapo",
+                         dynamic_sampling=True, min_mixed_groups=4, max_group_tries=16,
+                         num_iterations=1, steps_per_generation=1, beta=0.0),
     # DeepSeekMath: mean/std advantage, per-sequence token mean, k3 KL at beta 0.04, no
     # dynamic sampling; a single update per batch as the paper reports
-    "grpo": dict(scale_rewards="group", loss_type="seq_mean_token_mean", beta=0.04,
-                 kl_estimator="k3", dynamic_sampling=False, epochs=1, minibatches=1),
+    "grpo": dict(scale_rewards="group", loss_type="grpo", beta=0.04, kl_estimator="k3",
+                 dynamic_sampling=False, num_iterations=1, steps_per_generation=1),
     # Dr. GRPO: no std division, a constant normaliser instead of 1/|o_i|
-    "dr_grpo": dict(scale_rewards="none", loss_type="constant", dynamic_sampling=False, beta=0.0),
+    "dr_grpo": dict(scale_rewards="none", loss_type="dr_grpo", dynamic_sampling=False, beta=0.0),
     # DAPO: clip-higher, dynamic sampling, token-level loss, overlong shaping, no KL; two
-    # minibatches so the (asymmetric) clip has something to act on
-    "dapo": dict(scale_rewards="group", loss_type="token_mean", epsilon=0.2, epsilon_high=0.28,
-                 dynamic_sampling=True, overlong_buffer=2, minibatches=2, beta=0.0),
+    # optimizer steps per batch so the (asymmetric) clip has something to act on
+    "dapo": dict(scale_rewards="group", loss_type="dapo", epsilon=0.2, epsilon_high=0.28,
+                 dynamic_sampling=True, overlong_buffer=2, steps_per_generation=2, beta=0.0),
     # RLOO: leave-one-out baseline, the whole episode one action (sum over its tokens)
-    "rloo": dict(scale_rewards="rloo", loss_type="seq_mean_token_sum", dynamic_sampling=False,
-                 epochs=1, minibatches=1, beta=0.0),
+    "rloo": dict(scale_rewards="none", baseline="leave_one_out", loss_type="seq_mean_token_sum",
+                 dynamic_sampling=False, num_iterations=1, steps_per_generation=1, beta=0.0),
     # GSPO: one length-normalised ratio per sequence with the paper's narrow clip ranges
     "gspo": dict(importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4,
-                 loss_type="seq_mean_token_mean", minibatches=2),
+                 loss_type="grpo", steps_per_generation=2),
 }
+DEFAULT_PRESET = "dynamic_mean"
 
 
-def make_config(preset: str | None = "octlm", **fields: Any) -> GRPOConfig:
-    """Defaults, then the preset's fields, then `fields` (explicit wins)."""
+def make_config(preset: str | None = DEFAULT_PRESET, **fields: Any) -> GRPOConfig:
+    """Defaults, then the preset's fields, then `fields` (explicit wins; earlier names accepted)."""
+    preset = PRESET_ALIASES.get(preset, preset) if preset else preset
     if preset is not None and preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
-    merged = dict(PRESETS.get(preset, {}) if preset else {})
-    merged.update(fields)
+        names = ", ".join([*PRESETS, *(f"{a} (= {b})" for a, b in PRESET_ALIASES.items())])
+        raise ValueError(f"unknown preset {preset!r}; choose one of {names}")
+    merged = merge(dict(PRESETS.get(preset, {}) if preset else {}), fields)
     merged["preset"] = preset
     return GRPOConfig.from_dict(merged)
 

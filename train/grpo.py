@@ -29,6 +29,7 @@ up, and the batches the model generates in depend on timing), or across torch ve
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gzip
 import json
 import logging
@@ -38,17 +39,19 @@ import signal
 import threading
 import time
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from fixrl.harness.agent.rollouts import Rollouts
-from fixrl.train.config import GRPOConfig
+from fixrl.train.config import GRPOConfig, dotted_names
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT = "checkpoint"
-RESUMABLE_OVERRIDES = ("steps", "eval_every", "save_every", "backend", "image", "pool_size", "ray", "device",
-                       "tensorboard", "keep_trajectories")
+RESUMABLE_OVERRIDES = ("max_steps", "eval_steps", "save_steps", "sandbox.backend", "sandbox.image",
+                       "sandbox.pool_size", "sandbox.ray", "sandbox.ray_retries", "sandbox.ray_call_margin", "device", "tensorboard", "keep_trajectories")
+"""What `--resume` may change (today's names; earlier ones such as `steps`, `pool_size` map to these)."""
 
 
 class RunError(ValueError):
@@ -173,107 +176,159 @@ def pad_rows(trajs: list[Any], pad_id: int) -> tuple[Any, Any]:
 # ----------------------------------------------------------------------------- the update
 
 
-def grpo_update(model: Any, groups: list[list[Any]], cfg: GRPOConfig, optimizer: Any, scaler: Any,
-                scheduler: Any, reference: Any, step: int, pad_id: int) -> tuple[dict[str, Any], list[float]]:
-    """Advantages, then cfg.epochs x cfg.minibatches clipped optimizer steps on the kept groups.
-    Returns (metrics, the advantage of each trajectory in `groups` order)."""
+@dataclass
+class Learner:
+    """What a run trains and the state of its optimisation (all of it saved in a checkpoint)."""
+
+    model: Any
+    tokenizer: Any
+    optimizer: Any
+    scheduler: Any
+    scaler: Any
+    """torch.amp.GradScaler (enabled on CUDA)."""
+    reference: Any
+    """The KL reference (train.model.Reference) or None when beta is 0."""
+
+    @property
+    def pad_id(self) -> int:
+        return self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+
+
+@dataclass
+class _Item:
+    traj: Any
+    advantage: float
+    old_logp: Any = None
+    """[T'] the trainer's log-probs before any update (several updates per batch only)."""
+    ref_logp: Any = None
+    """[T'] the reference policy's log-probs (beta > 0 only)."""
+
+
+def episode_advantages(groups: list[list[Any]], cfg: GRPOConfig) -> list[float]:
+    """One advantage per trajectory of `groups` (in order), from its group's shaped rewards."""
     import torch
 
     from fixrl.train.advantages import compute_advantages, overlong_shaping
-    from fixrl.train.logprobs import reply_log_probs
-    from fixrl.train.losses import LossStats, policy_loss
-    from fixrl.train.model import trainable_parameters
 
     trajs = [t for g in groups for t in g]
     group_ids = torch.tensor([i for i, g in enumerate(groups) for _ in g])  # [N]
     rewards = torch.tensor([float(t.reward) for t in trajs])  # [N]
     turns = torch.tensor([float(t.info.turns or 0) for t in trajs])  # [N]
-    shaped = overlong_shaping(rewards, turns, cfg.max_turns, cfg.overlong_buffer)  # [N]
-    advantages = compute_advantages(shaped, group_ids, cfg.scale_rewards)  # [N]
-    adv_list = advantages.tolist()
+    shaped = overlong_shaping(rewards, turns, cfg.max_turns or 0, cfg.overlong_buffer)  # [N]
+    return compute_advantages(shaped, group_ids, cfg.scale_rewards, cfg.baseline).tolist()  # [N]
+
+
+def _forward(learner: Learner, cfg: GRPOConfig, items: list[_Item], grad: bool, entropy: bool = False):
+    """Reply log-probs [b, T] (and entropies) of a micro-batch, and its mask on the model's device."""
+    import torch
+
+    from fixrl.train.logprobs import reply_log_probs
+
+    ids, mask = pad_rows([it.traj for it in items], learner.pad_id)
+    with torch.set_grad_enabled(grad):
+        out = reply_log_probs(learner.model, ids, mask, cfg.temperature, cfg.chunk_size, return_entropy=entropy)
+    return out, mask.to(next(learner.model.parameters()).device)
+
+
+def _before_updates(learner: Learner, cfg: GRPOConfig, items: list[_Item]) -> None:
+    """pi_old (several updates per batch) and pi_ref (beta > 0), by the trainer's own forward,
+    before any update."""
+    for i in range(0, len(items), cfg.micro_batch_size):
+        chunk = items[i:i + cfg.micro_batch_size]
+        if cfg.needs_old_logprobs:
+            lp, _ = _forward(learner, cfg, chunk, grad=False)
+            for it, row in zip(chunk, lp):
+                it.old_logp = row
+        if learner.reference is not None:
+            with learner.reference.active():
+                lp, _ = _forward(learner, cfg, chunk, grad=False)
+            for it, row in zip(chunk, lp):
+                it.ref_logp = row
+
+
+def _stacked(rows: list[Any], width: int) -> Any:
+    """[b, width] from 1-D rows, right-padded or cut to the micro-batch's width."""
+    import torch
+
+    return torch.stack([torch.nn.functional.pad(r, (0, width - r.shape[0]))[:width] for r in rows])
+
+
+def _minibatch_step(learner: Learner, cfg: GRPOConfig, batch: list[_Item], first_pass: bool,
+                    stats: Any, entropy: list[float]) -> tuple[float, float] | None:
+    """One optimizer step on a minibatch: (its loss, the gradient norm before clipping), or None
+    when nothing in it can learn. Adds to `stats` and to `entropy` ([sum, tokens], first pass)."""
+    import torch
+
+    from fixrl.train.losses import policy_loss
+    from fixrl.train.model import trainable_parameters
+
+    kl_on = learner.reference is not None
+    train = [it for it in batch if it.advantage != 0.0 or kl_on]
+    if not train:  # nothing to learn here (and GradScaler.step needs a backward first)
+        return None
+    tokens = sum(it.traj.num_policy_tokens for it in batch)
+    micro = [train[i:i + cfg.micro_batch_size] for i in range(0, len(train), cfg.micro_batch_size)]
+    learner.optimizer.zero_grad(set_to_none=True)
+    total = 0.0
+    for chunk in micro:
+        out, mask = _forward(learner, cfg, chunk, grad=True, entropy=first_pass)
+        logp, ent = out if first_pass else (out, None)
+        width = logp.shape[1]
+        old = _stacked([it.old_logp for it in chunk], width) if cfg.needs_old_logprobs else logp.detach()
+        ref = _stacked([it.ref_logp for it in chunk], width) if kl_on else None
+        adv = torch.tensor([it.advantage for it in chunk], device=logp.device)
+        loss, st = policy_loss(logp, old, adv, mask, loss_type=cfg.loss_type, epsilon=cfg.epsilon,
+                               epsilon_high=cfg.epsilon_high, level=cfg.importance_sampling_level,
+                               ref_logp=ref, beta=cfg.beta, kl_estimator=cfg.kl_estimator,
+                               num_seqs=len(batch), num_tokens=tokens, constant=cfg.loss_constant,
+                               micro_batches=len(micro))
+        learner.scaler.scale(loss).backward()
+        total += float(loss.detach())
+        stats.add(st)
+        if ent is not None:
+            entropy[0] += float((ent * mask).sum())
+            entropy[1] += int(mask.sum())
+    learner.scaler.unscale_(learner.optimizer)
+    norm = float(torch.nn.utils.clip_grad_norm_(trainable_parameters(learner.model), cfg.max_grad_norm))
+    learner.scaler.step(learner.optimizer)
+    learner.scaler.update()
+    learner.scheduler.step()
+    return total, norm
+
+
+def grpo_update(learner: Learner, groups: list[list[Any]], cfg: GRPOConfig, step: int) -> tuple[dict[str, Any], list[float]]:
+    """Advantages, then num_iterations x steps_per_generation clipped optimizer steps on the kept
+    groups. Returns (metrics, the advantage of each trajectory in `groups` order)."""
+    import torch
+
+    from fixrl.train.losses import LossStats
+
+    adv_list = episode_advantages(groups, cfg)
+    trajs = [t for g in groups for t in g]
     # Episodes without policy tokens cannot be trained on; zero-advantage ones with no KL term
     # contribute exactly nothing but their tokens to the normaliser, so they skip the forward.
-    items = [(t, a) for t, a in zip(trajs, adv_list) if t.num_policy_tokens > 0]
-    m: dict[str, Any] = {"train/episodes": len(items), "train/policy_tokens": sum(t.num_policy_tokens for t, _ in items),
-                         "train/adv_abs_mean": _mean([abs(a) for _, a in items])}
+    items = [_Item(t, a) for t, a in zip(trajs, adv_list) if t.num_policy_tokens > 0]
+    m: dict[str, Any] = {"train/episodes": len(items), "train/policy_tokens": sum(it.traj.num_policy_tokens for it in items),
+                         "train/adv_abs_mean": _mean([abs(it.advantage) for it in items])}
     if not items:
         return m, adv_list
-    device = next(model.parameters()).device
-    params = trainable_parameters(model)
-    model.train()
-
-    def forward(batch, grad: bool, entropy: bool = False):
-        ids, mask = pad_rows([t for t, _ in batch], pad_id)
-        with torch.set_grad_enabled(grad):
-            out = reply_log_probs(model, ids, mask, cfg.temperature, cfg.chunk_size, return_entropy=entropy)
-        return out, mask.to(device)
-
-    micro = cfg.micro_batch_size
-    kl_on = reference is not None and cfg.beta > 0
-    old_logp: dict[int, Any] = {}
-    ref_logp: dict[int, Any] = {}
-    for i in range(0, len(items), micro):
-        chunk = items[i:i + micro]
-        if cfg.needs_old_logprobs:  # pi_old by the trainer's own forward, before any update
-            lp, _ = forward(chunk, grad=False)
-            for j in range(len(chunk)):
-                old_logp[i + j] = lp[j]
-        if kl_on:
-            with reference.active():
-                lp, _ = forward(chunk, grad=False)
-            for j in range(len(chunk)):
-                ref_logp[i + j] = lp[j]
-
+    learner.model.train()
+    _before_updates(learner, cfg, items)
     gen = torch.Generator().manual_seed(mix_seed(cfg.seed, step, "minibatches"))
-    stats = LossStats()
-    losses, grad_norms = [], []
-    ent_sum, ent_n = 0.0, 0
-    for epoch in range(cfg.epochs):
-        order = torch.randperm(len(items), generator=gen) if cfg.minibatches > 1 else torch.arange(len(items))
-        for mb in order.chunk(cfg.minibatches):
-            mb = mb.tolist()
-            mb_tokens = sum(items[k][0].num_policy_tokens for k in mb)
-            optimizer.zero_grad(set_to_none=True)
-            mb_loss = 0.0
-            train_idx = [k for k in mb if items[k][1] != 0.0 or kl_on]
-            if not train_idx:  # nothing to learn here (and GradScaler.step needs a backward first)
-                continue
-            for i in range(0, len(train_idx), micro):
-                ks = train_idx[i:i + micro]
-                batch = [items[k] for k in ks]
-                want_entropy = epoch == 0
-                out, mask = forward(batch, grad=True, entropy=want_entropy)
-                logp, ent = out if want_entropy else (out, None)
-                width = logp.shape[1]
-
-                def stack(d):
-                    return torch.stack([torch.nn.functional.pad(d[k], (0, width - d[k].shape[0]))[:width] for k in ks])
-
-                old = stack(old_logp) if cfg.needs_old_logprobs else logp.detach()
-                ref = stack(ref_logp) if ref_logp else None
-                adv = torch.tensor([a for _, a in batch], device=device)
-                loss, st = policy_loss(logp, old, adv, mask, loss_type=cfg.loss_type, epsilon=cfg.epsilon,
-                                       epsilon_high=cfg.epsilon_high, level=cfg.importance_sampling_level,
-                                       ref_logp=ref, beta=cfg.beta, kl_estimator=cfg.kl_estimator,
-                                       num_seqs=len(mb), num_tokens=mb_tokens, constant=cfg.loss_constant)
-                scaler.scale(loss).backward()
-                mb_loss += float(loss.detach())
-                stats.add(st)
-                if ent is not None:
-                    ent_sum += float((ent * mask).sum())
-                    ent_n += int(mask.sum())
-            scaler.unscale_(optimizer)
-            grad_norms.append(float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)))
-            scaler.step(optimizer)
-            scaler.update()
-            scheduler.step()
-            losses.append(mb_loss)
+    stats, entropy = LossStats(), [0.0, 0]
+    steps: list[tuple[float, float]] = []  # (loss, grad norm) of each optimizer step
+    for iteration in range(cfg.num_iterations):
+        order = torch.randperm(len(items), generator=gen) if cfg.steps_per_generation > 1 else torch.arange(len(items))
+        for mb in order.chunk(cfg.steps_per_generation):
+            done = _minibatch_step(learner, cfg, [items[k] for k in mb.tolist()], iteration == 0, stats, entropy)
+            if done is not None:
+                steps.append(done)
     m.update(stats.means())
-    m.update({"loss/policy": _mean(losses), "entropy": ent_sum / ent_n if ent_n else None,
-              "grad_norm": _mean(grad_norms), "lr": scheduler.get_last_lr()[0],
-              "train/optimizer_steps": len(losses)})
-    if scaler.is_enabled():
-        m["train/loss_scale"] = float(scaler.get_scale())
+    m.update({"loss/policy": _mean([x for x, _ in steps]), "entropy": entropy[0] / entropy[1] if entropy[1] else None,
+              "grad_norm": _mean([g for _, g in steps]), "lr": learner.scheduler.get_last_lr()[0],
+              "train/optimizer_steps": len(steps)})
+    if learner.scaler.is_enabled():
+        m["train/loss_scale"] = float(learner.scaler.get_scale())
     return m, adv_list
 
 
@@ -324,8 +379,7 @@ class RunLog:
             self.tb.close()
 
 
-def save_checkpoint(out: Path, model: Any, tokenizer: Any, optimizer: Any, scheduler: Any, scaler: Any,
-                    snapshot: dict[str, Any], step: int, cfg: GRPOConfig) -> Path:
+def save_checkpoint(out: Path, learner: Learner, snapshot: dict[str, Any], step: int, cfg: GRPOConfig) -> Path:
     """Write RUN/checkpoint atomically (a new directory renamed over the old) and RUN/adapter."""
     import torch
 
@@ -334,10 +388,11 @@ def save_checkpoint(out: Path, model: Any, tokenizer: Any, optimizer: Any, sched
     tmp = out / f"{CHECKPOINT}.tmp"
     if tmp.exists():
         shutil.rmtree(tmp)
+    model = learner.model
     weights = tmp / ("adapter" if is_peft(model) else "model")
-    save_trainable(model, tokenizer, weights)
-    torch.save({"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "scaler": scaler.state_dict(), "rng": snapshot["rng"]}, tmp / "trainer_state.pt")
+    save_trainable(model, learner.tokenizer, weights)
+    torch.save({"step": step, "optimizer": learner.optimizer.state_dict(), "scheduler": learner.scheduler.state_dict(),
+                "scaler": learner.scaler.state_dict(), "rng": snapshot["rng"]}, tmp / "trainer_state.pt")
     (tmp / "sampler.json").write_text(json.dumps(snapshot["sampler"]))
     cfg.save(tmp / "config.json")
     final, old = out / CHECKPOINT, out / f"{CHECKPOINT}.old"
@@ -403,53 +458,24 @@ def heldout_eval(policy: Any, suite: Any, cfg: GRPOConfig, rollouts: Rollouts, s
 # ----------------------------------------------------------------------------- the loop
 
 
-def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | None = None,
-             console: Any = None) -> dict[str, Any]:
-    """Train; returns a summary. `overrides` (with resume) may change only RESUMABLE_OVERRIDES."""
+def load_learner(cfg: GRPOConfig, start_step: int) -> Learner:
+    """The model to train (from the run's checkpoint when resuming) with a fresh optimizer,
+    scheduler, scaler and KL reference; `restore` then loads a checkpoint's state into them."""
     import torch
 
-    from fixrl import tasks as tasks_pkg
-    from fixrl.envs import EnvConfig
-    from fixrl.harness.agent.policies import TimedPolicy
-    from fixrl.harness.agent.policies.hf import HFPolicy
-    from fixrl.harness.agent.rollouts import open_rollouts
-    from fixrl.sandbox import SandboxConfig
-    from fixrl.train.model import Reference, check_adapter_dir, is_peft, load_trainable, trainable_parameters
-    from fixrl.train.sampler import DynamicSampler
+    from fixrl.train.model import Reference, check_adapter_dir, load_trainable, trainable_parameters
     from fixrl.train.sft import lr_factor
 
-    bad = sorted(set(overrides or {}) - set(RESUMABLE_OVERRIDES))
-    if bad:
-        raise RunError(f"--resume continues the run as it was started; it cannot change {', '.join(bad)} "
-                       f"(only {', '.join(RESUMABLE_OVERRIDES)})")
-    cfg, start_step = prepare_run(cfg, resume, overrides)
-    out = Path(cfg.out)
-    seed_all(cfg.seed)
-    try:
-        suite = tasks_pkg.load_suite(Path(cfg.suite))
-    except (OSError, ValueError) as e:
-        raise RunError(f"--suite {cfg.suite}: {e}") from e
-    train_tasks = suite.split(cfg.split)
-    if not train_tasks:
-        raise RunError(f"suite {suite.name!r} has no tasks in split {cfg.split!r} (--split)")
-    do_eval = cfg.eval_every > 0 and bool(suite.split(cfg.eval_split))
-    if cfg.eval_every > 0 and not do_eval:
-        log.warning("no tasks in split %r: held-out evaluation is off", cfg.eval_split)
-
-    ckpt = out / CHECKPOINT
+    out, ckpt = Path(cfg.out), Path(cfg.out) / CHECKPOINT
     if start_step:
         weights = ckpt / "adapter"
-        if weights.exists():
-            model, tok = load_trainable(cfg.model, weights, cfg, cfg.device)
-        else:
-            model, tok = load_trainable(ckpt / "model", None, cfg, cfg.device)
+        source, adapter = (cfg.model, weights) if weights.exists() else (ckpt / "model", None)
     else:
         if cfg.adapter is not None:
             check_adapter_dir(cfg.adapter)
-        model, tok = load_trainable(cfg.model, cfg.adapter, cfg, cfg.device)
+        source, adapter = cfg.model, cfg.adapter
+    model, tok = load_trainable(source, adapter, cfg, cfg.device)
     device = next(model.parameters()).device
-    out.mkdir(parents=True, exist_ok=True)
-    cfg.save(out / "config.json")  # the resolved config, every field
     reference = None
     if cfg.beta > 0:
         ref_file = out / "reference_adapter.pt"
@@ -459,124 +485,179 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
             reference = Reference(model, "adapter", torch.load(ref_file, map_location=device))
         else:
             reference = Reference(model, "adapter")
+            out.mkdir(parents=True, exist_ok=True)
             torch.save(reference.weights, ref_file)
-    params = trainable_parameters(model)
-    optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    optimizer = torch.optim.AdamW(trainable_parameters(model), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: lr_factor(s, cfg.steps, cfg.warmup_steps, "constant"))
+        optimizer, lambda s: lr_factor(s, cfg.max_steps, cfg.warmup_steps, "constant"))
     scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
+    return Learner(model, tok, optimizer, scheduler, scaler, reference)
+
+
+def restore(learner: Learner, sampler: Any, ckpt: Path) -> None:
+    """Load a checkpoint's optimizer, scheduler, scaler, sampler and RNG states."""
+    import torch
+
+    state = torch.load(ckpt / "trainer_state.pt", map_location="cpu", weights_only=False)
+    learner.optimizer.load_state_dict(state["optimizer"])
+    learner.scheduler.load_state_dict(state["scheduler"])
+    learner.scaler.load_state_dict(state["scaler"])
+    try:
+        sampler.load_state_dict(json.loads((ckpt / "sampler.json").read_text()))
+    except ValueError as e:
+        raise RunError(f"--resume: {e}") from e
+    set_rng_state(state["rng"])
+
+
+def load_run_suite(cfg: GRPOConfig) -> tuple[Any, list[Any], bool]:
+    """(suite, its training tasks, whether the held-out evaluation runs)."""
+    from fixrl import tasks as tasks_pkg
+
+    try:
+        suite = tasks_pkg.load_suite(Path(cfg.suite))
+    except (OSError, ValueError) as e:
+        raise RunError(f"--suite {cfg.suite}: {e}") from e
+    train_tasks = suite.split(cfg.split)
+    if not train_tasks:
+        raise RunError(f"suite {suite.name!r} has no tasks in split {cfg.split!r} (--split)")
+    do_eval = cfg.eval_steps > 0 and bool(suite.split(cfg.eval_split))
+    if cfg.eval_steps > 0 and not do_eval:
+        log.warning("no tasks in split %r: held-out evaluation is off", cfg.eval_split)
+    return suite, train_tasks, do_eval
+
+
+def sample_and_update(this: int, cfg: GRPOConfig, learner: Learner, sampler: Any, policy: Any,
+                      rollouts: Rollouts, run: "_RunState") -> tuple[dict[str, Any], Any, dict[int, float]]:
+    """One step's sampling and update: (metrics row, the sampled batch, advantage by id(traj)).
+    The update and the run's record of it run with Ctrl-C deferred, so neither is half done."""
+    def rollout(task_list, call_index):
+        return rollouts.run(policy, task_list, cfg.num_generations, mix_seed(cfg.seed, this, call_index))
+
+    policy.seconds = 0.0
+    t0 = time.perf_counter()
+    batch = sampler.sample(rollout)
+    row: dict[str, Any] = {"step": this, **rollout_metrics(batch, cfg.num_generations)}
+    row["time/rollout"] = time.perf_counter() - t0
+    row["time/generation"] = policy.seconds
+    t0 = time.perf_counter()
+    advantages: dict[int, float] = {}
+    with deferred_interrupt():
+        if batch.kept:
+            m, adv = grpo_update(learner, batch.kept, cfg, this)
+            row.update(m)
+            advantages = {id(t): a for t, a in zip(batch.episodes, adv)}
+        else:
+            row["train/episodes"] = 0
+        run.stepped(this, sampler, row)
+    row["time/training"] = time.perf_counter() - t0
+    row.setdefault("lr", learner.scheduler.get_last_lr()[0])
+    return row, batch, advantages
+
+
+def check_overrides(overrides: dict[str, Any] | None) -> None:
+    bad = sorted(set(dotted_names(overrides or {})) - set(RESUMABLE_OVERRIDES))
+    if bad:
+        raise RunError(f"--resume continues the run as it was started; it cannot change {', '.join(bad)} "
+                       f"(only {', '.join(RESUMABLE_OVERRIDES)})")
+
+
+def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | None = None,
+             console: Any = None) -> dict[str, Any]:
+    """Train; returns a summary. `overrides` (with resume) may change only RESUMABLE_OVERRIDES."""
+    from fixrl.harness.agent.policies import TimedPolicy
+    from fixrl.harness.agent.policies.hf import HFPolicy
+    from fixrl.harness.agent.rollouts import open_rollouts
+    from fixrl.train.model import is_peft
+    from fixrl.train.sampler import DynamicSampler
+
+    check_overrides(overrides)
+    cfg, start_step = prepare_run(cfg, resume, overrides)
+    out = Path(cfg.out)
+    seed_all(cfg.seed)
+    suite, train_tasks, do_eval = load_run_suite(cfg)
+    learner = load_learner(cfg, start_step)
+    out.mkdir(parents=True, exist_ok=True)
+    cfg.save(out / "config.json")  # the resolved config, every field
     sampler = DynamicSampler.from_config(train_tasks, cfg)
     if start_step:
-        state = torch.load(ckpt / "trainer_state.pt", map_location="cpu", weights_only=False)
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        scaler.load_state_dict(state["scaler"])
-        try:
-            sampler.load_state_dict(json.loads((ckpt / "sampler.json").read_text()))
-        except ValueError as e:
-            raise RunError(f"--resume: {e}") from e
-        set_rng_state(state["rng"])
-    policy = TimedPolicy(HFPolicy(model=model, tokenizer=tok, temperature=cfg.temperature, top_p=cfg.top_p,
-                                  max_new_tokens=cfg.max_new_tokens))
-    prompt = dict(system_prompt=cfg.system_prompt, tool_schemas=cfg.tool_schemas)
-    env_config = EnvConfig(max_turns=cfg.max_turns, max_edits=cfg.max_edits, rename=cfg.rename, reward=cfg.reward,
-                           **prompt)
-    eval_env = EnvConfig(max_turns=cfg.max_turns, max_edits=cfg.max_edits, rename=cfg.rename, **prompt)
-    pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+        restore(learner, sampler, out / CHECKPOINT)
+    policy = TimedPolicy(HFPolicy(model=learner.model, tokenizer=learner.tokenizer, temperature=cfg.temperature,
+                                  top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens))
     runlog = RunLog(out, cfg, start_step)
-    progress = _progress(console)
-    step = start_step
-    snapshot = {"rng": rng_state(), "sampler": sampler.state_dict()}
-    last_saved = start_step
-    pending: dict[str, Any] | None = None
+    run = _RunState(out, cfg, learner, start_step, sampler)
     summary: dict[str, Any] = {"out": str(out), "start_step": start_step}
-
-    def checkpoint() -> None:
-        nonlocal last_saved
-        save_checkpoint(out, model, tok, optimizer, scheduler, scaler, snapshot, step, cfg)
-        last_saved = step
-
     started = time.time()
+    progress = _progress(console)
     try:
-        sandbox = SandboxConfig(backend=cfg.backend, image=cfg.image, pool_size=cfg.pool_size, ray=cfg.ray)
-        with open_rollouts(suite, env_config, sandbox, max_total_tokens=cfg.max_total_tokens) as rollouts, \
+        with open_rollouts(suite, cfg.env, cfg.sandbox, max_total_tokens=cfg.max_total_tokens) as rollouts, \
                 (progress if progress is not None else contextlib.nullcontext()):
-            eval_rollouts = rollouts.with_env(eval_env)
-            bar = progress.add_task("grpo", total=cfg.steps, completed=start_step) if progress is not None else None
-            for step_index in range(start_step, cfg.steps):
-                this = step_index + 1
+            eval_rollouts = rollouts.with_env(dataclasses.replace(cfg.env, reward="hidden"))
+            bar = progress.add_task("grpo", total=cfg.max_steps, completed=start_step) if progress else None
+            for this in range(start_step + 1, cfg.max_steps + 1):
                 t_step = time.perf_counter()
-                policy.seconds = 0.0
-
-                # 1. sample: groups of G, several per batched rollout call
-                def rollout(task_list, call_index, _step=this):
-                    return rollouts.run(policy, task_list, cfg.num_generations, mix_seed(cfg.seed, _step, call_index))
-
-                if progress is not None:
-                    progress.update(bar, description=f"step {this}: sampling")
-                t0 = time.perf_counter()
-                batch = sampler.sample(rollout)
-                row: dict[str, Any] = {"step": this}
-                row.update(rollout_metrics(batch, cfg.num_generations))
-                row["time/rollout"] = time.perf_counter() - t0
-                row["time/generation"] = policy.seconds
-
-                # 2-4. advantages, loss, backward, clip, optimizer step (Ctrl-C waits for it)
-                if progress is not None:
-                    progress.update(bar, description=f"step {this}: training")
-                t0 = time.perf_counter()
-                advantages: dict[int, float] = {}
-                with deferred_interrupt():
-                    if batch.kept:
-                        m, adv = grpo_update(model, batch.kept, cfg, optimizer, scaler, scheduler, reference,
-                                             this, pad_id)
-                        row.update(m)
-                        for t, a in zip(batch.episodes, adv):
-                            advantages[id(t)] = a
-                    else:
-                        row["train/episodes"] = 0
-                    step = this
-                    snapshot = {"rng": rng_state(), "sampler": sampler.state_dict()}
-                row["time/training"] = time.perf_counter() - t0
-                row.setdefault("lr", scheduler.get_last_lr()[0])
-
-                # 5. held-out evaluation and checkpoint on schedule
+                _describe(progress, bar, f"step {this}: sampling and training")
+                row, batch, advantages = sample_and_update(this, cfg, learner, sampler, policy, rollouts, run)
                 if cfg.keep_trajectories:
                     runlog.trajectories(this, batch, advantages)
-                pending = row
-                if do_eval and (this % cfg.eval_every == 0 or this == cfg.steps):
-                    if progress is not None:
-                        progress.update(bar, description=f"step {this}: held-out eval")
+                if do_eval and (this % cfg.eval_steps == 0 or this == cfg.max_steps):
+                    _describe(progress, bar, f"step {this}: held-out eval")
                     t0 = time.perf_counter()
                     with preserved_rng():
                         row.update(heldout_eval(policy, suite, cfg, eval_rollouts, this))
                     row["time/eval"] = time.perf_counter() - t0
                 row["time/step"] = time.perf_counter() - t_step
                 runlog.write(row)
-                pending = None
-                if cfg.save_every and this % cfg.save_every == 0:
+                run.pending = None
+                if cfg.save_steps and this % cfg.save_steps == 0:
                     with deferred_interrupt():
-                        checkpoint()
+                        run.checkpoint()
                 if progress is not None:
                     progress.update(bar, advance=1, description=f"step {this}")
-                _print_step(console, row, cfg.steps)
+                _print_step(console, row, cfg.max_steps)
                 summary["last"] = row
     except KeyboardInterrupt:
-        log.warning("interrupted: saving the checkpoint of step %d", step)
+        log.warning("interrupted: saving the checkpoint of step %d", run.step)
         with deferred_interrupt():
-            if pending is not None and pending.get("step") == step:  # interrupted in its evaluation
-                runlog.write(pending)
-            if step > last_saved or not (out / CHECKPOINT).exists():
-                checkpoint()
+            if run.pending is not None:  # interrupted in its evaluation
+                runlog.write(run.pending)
+            run.checkpoint_if_new()
         runlog.close()
         raise
     with deferred_interrupt():
-        if step > last_saved or not (out / CHECKPOINT).exists():
-            checkpoint()
+        run.checkpoint_if_new()
     runlog.close()
-    summary.update(steps=step, seconds=time.time() - started, adapter=str(out / "adapter") if is_peft(model) else
-                   str(out / CHECKPOINT / "model"))
+    summary.update(steps=run.step, seconds=time.time() - started,
+                   adapter=str(out / "adapter") if is_peft(learner.model) else str(out / CHECKPOINT / "model"))
     return summary
+
+
+class _RunState:
+    """The step the run has reached and what a checkpoint of it holds: the RNG and sampler
+    states as they were right after that step's update (not after its evaluation)."""
+
+    def __init__(self, out: Path, cfg: GRPOConfig, learner: Learner, start_step: int, sampler: Any) -> None:
+        self.out, self.cfg, self.learner = out, cfg, learner
+        self.step = self.last_saved = start_step
+        self.snapshot = {"rng": rng_state(), "sampler": sampler.state_dict()}
+        self.pending: dict[str, Any] | None = None
+        """The metrics row of a step not yet written (an interrupt in its evaluation writes it)."""
+
+    def stepped(self, step: int, sampler: Any, row: dict[str, Any]) -> None:
+        self.step, self.pending = step, row
+        self.snapshot = {"rng": rng_state(), "sampler": sampler.state_dict()}
+
+    def checkpoint(self) -> None:
+        save_checkpoint(self.out, self.learner, self.snapshot, self.step, self.cfg)
+        self.last_saved = self.step
+
+    def checkpoint_if_new(self) -> None:
+        if self.step > self.last_saved or not (self.out / CHECKPOINT).exists():
+            self.checkpoint()
+
+
+def _describe(progress: Any, bar: Any, text: str) -> None:
+    if progress is not None:
+        progress.update(bar, description=text)
 
 
 def _progress(console: Any):

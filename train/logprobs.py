@@ -20,13 +20,25 @@ right-padded, which causal attention makes harmless for the real tokens.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from typing import Iterator, Protocol, runtime_checkable
 
 import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 DEFAULT_CHUNK_SIZE = 256
+
+
+@runtime_checkable
+class OutputHead(Protocol):
+    """A head to compute reply log-probs through instead of the model's own (SFT's hook): a
+    module from hidden states [n, H] to logits [n, C] whose columns need not be token ids."""
+
+    def __call__(self, hidden: Tensor) -> Tensor: ...
+
+    def columns(self, targets: Tensor) -> Tensor:
+        """Token ids [n] -> the logit column of each [n]."""
+        ...
 
 
 def split_causal_lm(model: nn.Module) -> tuple[nn.Module, nn.Module]:
@@ -165,7 +177,7 @@ def head_log_probs(head: nn.Module, hidden: Tensor, targets: Tensor, temperature
 def reply_log_probs(model: nn.Module, token_ids: Tensor, assistant_mask: Tensor, temperature: float = 1.0,
                     chunk_size: int = DEFAULT_CHUNK_SIZE, return_entropy: bool = False,
                     gradient_checkpointing: bool = True, autocast: bool | None = None,
-                    head: nn.Module | None = None):
+                    head: OutputHead | None = None):
     """Log-probs of the policy's own tokens under `model`, one forward pass per row.
 
     token_ids [B, T] (right-padded), assistant_mask [B, T] (1 exactly where the policy sampled;
@@ -175,8 +187,8 @@ def reply_log_probs(model: nn.Module, token_ids: Tensor, assistant_mask: Tensor,
 
     Differentiable with respect to the model's trainable weights. Decoder blocks are
     checkpointed when grad is enabled (gradient_checkpointing=True). autocast None: fp16 on
-    CUDA, off elsewhere. head: replaces the model's output head (a `DataVocabHead`, whose
-    `index` maps token ids to its columns).
+    CUDA, off elsewhere. head: an `OutputHead` in place of the model's own (its `columns` maps
+    the target token ids to its logit columns).
     """
     if token_ids.dim() != 2 or token_ids.shape != assistant_mask.shape:
         raise ValueError(f"token_ids {tuple(token_ids.shape)} and assistant_mask "
@@ -185,7 +197,6 @@ def reply_log_probs(model: nn.Module, token_ids: Tensor, assistant_mask: Tensor,
     if mask[:, 0].any():
         raise ValueError("assistant_mask[:, 0] is 1: the first token has no context to predict it from")
     decoder, model_head = split_causal_lm(model)
-    head = model_head if head is None else head
     device = next(model.parameters()).device
     token_ids, mask = token_ids.to(device), mask.to(device)
     if autocast is None:
@@ -204,9 +215,12 @@ def reply_log_probs(model: nn.Module, token_ids: Tensor, assistant_mask: Tensor,
         hidden = decoder(input_ids=inputs, use_cache=False).last_hidden_state  # [B, last, H]
         selected = hidden[rows, cols - 1]  # [N, H]: the positions that predict reply tokens
         targets = token_ids[rows, cols]  # [N]
-        targets = head.index(targets) if hasattr(head, "index") else targets
-        logp, entropy = head_log_probs(head, selected, targets, temperature, chunk_size,
-                                       return_entropy)  # [N], [N]
+        if head is not None:
+            logp, entropy = head_log_probs(head, selected, head.columns(targets), temperature, chunk_size,
+                                           return_entropy)  # [N], [N]
+        else:
+            logp, entropy = head_log_probs(model_head, selected, targets, temperature, chunk_size,
+                                           return_entropy)  # [N], [N]
     out = out.index_put((rows, cols), logp)  # [B, T], differentiable in logp
     if return_entropy:
         ent_out[rows, cols] = entropy

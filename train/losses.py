@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from fixrl.train.config import canonical_loss_type
+
 
 def kl_estimate(logp: Tensor, ref_logp: Tensor, kind: str = "k3") -> Tensor:
     """Per-token estimate of KL(pi || pi_ref) on tokens sampled from pi: [B, T] -> [B, T].
@@ -76,34 +78,39 @@ def clipped_surrogate(log_ratio: Tensor, advantages: Tensor, epsilon: float,
     return objective, clipped
 
 
-def aggregate(per_token: Tensor, mask: Tensor, loss_type: str = "token_mean", *,
+def aggregate(per_token: Tensor, mask: Tensor, loss_type: str = "dapo", *,
               num_seqs: int | None = None, num_tokens: int | None = None,
-              constant: int | None = None) -> Tensor:
-    """Reduce a per-token loss [B, T] over the masked tokens to a scalar.
+              constant: int | None = None, micro_batches: int = 1) -> Tensor:
+    """Reduce a per-token loss [B, T] over the masked tokens to a scalar (TRL's loss types).
 
-    "token_mean":          sum / num_tokens (all policy tokens of the batch; DAPO)
-    "seq_mean_token_mean": sum_i (sum_t / n_i) / num_seqs (DeepSeekMath)
-    "seq_mean_token_sum":  sum / num_seqs (RLOO: the episode is one action)
-    "constant":            sum / (num_seqs * constant) (Dr. GRPO)
-    num_seqs / num_tokens default to this batch's; pass the whole batch's when `per_token`
-    is one micro-batch of it.
+    "dapo":               sum / num_tokens (every policy token of the minibatch)
+    "bnpo":               sum / this micro-batch's tokens / micro_batches (TRL: normalised over
+                          the local batch only, so it depends on the micro-batch size)
+    "grpo":               sum_i (sum_t / n_i) / num_seqs (DeepSeekMath)
+    "dr_grpo":            sum / (num_seqs * constant) (Dr. GRPO)
+    "seq_mean_token_sum": sum / num_seqs (RLOO: the episode is one action)
+    Earlier names token_mean / seq_mean_token_mean / constant are dapo / grpo / dr_grpo.
+    num_seqs / num_tokens default to this batch's; pass the whole minibatch's when `per_token`
+    is one micro-batch of it (and `micro_batches`, the minibatch's count of them, for bnpo).
     """
+    loss_type = canonical_loss_type(loss_type)
     m = mask.to(per_token.dtype)  # [B, T]
     num_seqs = per_token.shape[0] if num_seqs is None else num_seqs
     num_tokens = int(mask.sum()) if num_tokens is None else num_tokens
     masked = per_token * m  # [B, T]
-    if loss_type == "token_mean":
+    if loss_type == "dapo":
         return masked.sum() / max(num_tokens, 1)
-    if loss_type == "seq_mean_token_mean":
+    if loss_type == "bnpo":
+        return masked.sum() / max(int(mask.sum()), 1) / max(micro_batches, 1)
+    if loss_type == "grpo":
         return (masked.sum(-1) / m.sum(-1).clamp(min=1)).sum() / max(num_seqs, 1)
     if loss_type == "seq_mean_token_sum":
         return masked.sum() / max(num_seqs, 1)
-    if loss_type == "constant":
+    if loss_type == "dr_grpo":
         if not constant:
-            raise ValueError("loss_type='constant' needs a positive constant (GRPOConfig.loss_constant)")
+            raise ValueError("loss_type='dr_grpo' needs a positive constant (GRPOConfig.loss_constant)")
         return masked.sum() / (max(num_seqs, 1) * constant)
-    raise ValueError(f"loss_type={loss_type!r}: expected token_mean, seq_mean_token_mean, "
-                     "seq_mean_token_sum or constant")
+    raise ValueError(f"loss_type={loss_type!r}: expected grpo, bnpo, dr_grpo, dapo or seq_mean_token_sum")
 
 
 @dataclass
@@ -133,10 +140,10 @@ class LossStats:
 
 
 def policy_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, *,
-                loss_type: str = "token_mean", epsilon: float = 0.2, epsilon_high: float | None = None,
+                loss_type: str = "dapo", epsilon: float = 0.2, epsilon_high: float | None = None,
                 level: str = "token", ref_logp: Tensor | None = None, beta: float = 0.0,
                 kl_estimator: str = "k3", num_seqs: int | None = None, num_tokens: int | None = None,
-                constant: int | None = None) -> tuple[Tensor, LossStats]:
+                constant: int | None = None, micro_batches: int = 1) -> tuple[Tensor, LossStats]:
     """The GRPO-family loss to minimise and its statistics.
 
     logp [B, T] (with grad), old_logp [B, T] (the policy that sampled; pass logp.detach() for
@@ -152,7 +159,8 @@ def policy_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor
     if ref_logp is not None and beta > 0:
         kl = kl_estimate(logp, ref_logp, kl_estimator)  # [B, T]
         per_token = per_token + beta * kl
-    loss = aggregate(per_token, mask, loss_type, num_seqs=num_seqs, num_tokens=num_tokens, constant=constant)
+    loss = aggregate(per_token, mask, loss_type, num_seqs=num_seqs, num_tokens=num_tokens, constant=constant,
+                     micro_batches=micro_batches)
     with torch.no_grad():
         m = mask.bool()
         token_log_ratio = (logp - old_logp).detach()  # [B, T]

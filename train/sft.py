@@ -23,11 +23,10 @@ import json
 import logging
 import math
 import random
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, ContextManager, Iterator
 
 from fixrl.train.config import LoRAConfig
 
@@ -50,8 +49,8 @@ class SFTConfig(LoRAConfig):
     """Output: the adapter directory (peft format), or a full checkpoint with --full."""
     adapter: str | None = None
     """Continue training this adapter (loaded trainable) instead of a new one."""
-    epochs: int = 1
-    """Passes over the data."""
+    num_train_epochs: int = 1
+    """Passes over the data (TRL's name; earlier `epochs`)."""
     learning_rate: float = 2e-4
     """AdamW learning rate (LoRA; use ~1e-5 for full fine-tuning of a real model)."""
     weight_decay: float = 0.0
@@ -75,42 +74,47 @@ class SFTConfig(LoRAConfig):
     """Keep only passing episodes (rejection-sampling fine-tuning)."""
     chunk_size: int = 256
     """Reply positions per output-head chunk."""
-    value_weight: float = 1.0
-    """Loss weight of the tokens of tool-call argument values (a path, an edit's `old`/`new`
-    text; not the tool's name), against 1 for every other reply token. These few tokens carry
-    what the reply took from its context; a tiny model trained from scratch learns to copy the
-    path and to pick the edit a read showed sooner when they weigh more."""
-    data_vocab_head: bool = False
-    """With `full_finetune` of a model trained from scratch: the output rows of tokens that never
-    occur in the data share one row, and the softmax runs over the data's tokens plus that row
-    (`train/vocab_head.py`) -- the same distribution at a fraction of the cost when the data use
-    a few hundred of the vocabulary's 151,936 tokens. Erases what a real model knows of the
-    unseen tokens: for tiny models only; needs tied input and output embeddings (Qwen2.5's small
-    checkpoints and `fixrl init-tiny`'s)."""
-    head_vocab_data: list[str] = dataclasses.field(default_factory=list)
-    """With `data_vocab_head`: more data files whose tokens keep their own output rows, though this
-    run does not train on them -- the later stages' data of a staged SFT, so that their tokens do
-    not all start the next stage from one shared row (embeddings are tied)."""
     seed: int = 0
     """Data order and LoRA initialisation."""
     device: str | None = None
     """"cpu", "cuda" or None (CUDA when present)."""
 
     def validate(self) -> None:
-        for name in ("epochs", "batch_size", "micro_batch_size", "chunk_size"):
+        for name in ("num_train_epochs", "batch_size", "micro_batch_size", "chunk_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"SFTConfig.{name}={getattr(self, name)} must be at least 1")
-        if self.value_weight <= 0:
-            raise ValueError(f"SFTConfig.value_weight={self.value_weight} must be > 0")
         if self.learning_rate <= 0:
             raise ValueError(f"SFTConfig.learning_rate={self.learning_rate} must be > 0")
         if not self.data:
             raise ValueError("SFTConfig.data: give at least one data file")
         if self.lr_scheduler not in ("linear", "cosine", "constant"):
             raise ValueError(f"SFTConfig.lr_scheduler={self.lr_scheduler!r}: use linear, cosine or constant")
-        if self.data_vocab_head and not self.full_finetune:
-            raise ValueError("SFTConfig.data_vocab_head needs full_finetune (--full): a LoRA run's "
-                             "frozen head cannot share rows")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SFTConfig":
+        """From a saved sft_config.json's "config" (earlier names accepted: `epochs`)."""
+        d = dict(d)
+        if "epochs" in d:
+            d.setdefault("num_train_epochs", d.pop("epochs"))
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown SFTConfig field(s): {', '.join(unknown)}")
+        return cls(**d)
+
+
+@dataclass
+class SFTHooks:
+    """What a recipe may plug into SFT beyond the config: functions, which a config file cannot
+    hold. None everywhere is plain SFT."""
+
+    token_weights: Callable[["Example", Any], list[float]] | None = None
+    """(example, tokenizer) -> a loss weight per token [T] (0 off the reply); None: the mask.
+    The loss stays a sum over the batch divided by its count of reply tokens."""
+    output_head: Callable[[Any, Any, list["Example"]], ContextManager[Any]] | None = None
+    """(model, tokenizer, examples) -> a context manager yielding a `train.logprobs.OutputHead` to train in
+    place of the model's own (its parameters join the optimizer's), or None; it may rewrite the
+    model's weights on exit."""
 
 
 @dataclass
@@ -284,32 +288,6 @@ def load_examples(paths: list[str | Path], tokenizer: Any, passing_only: bool = 
     return examples, counts
 
 
-_VALUE_START = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)": "$')
-
-
-def argument_value_weights(tokenizer: Any, ids: list[int], mask: list[int], weight: float) -> list[float]:
-    """Loss weights [T]: `weight` on reply tokens inside a JSON string value whose key is not
-    `name` (a tool call's arguments, up to and including the token that closes the string), 1 on
-    other reply tokens, 0 elsewhere. Reads the decoded text token by token, so it needs no parse
-    of a call and gives up on nothing: a malformed call just gets fewer weighted tokens."""
-    weights = [float(m) for m in mask]
-    text, inside = "", False
-    for i, (t, m) in enumerate(zip(ids, mask)):
-        if not m:
-            text, inside = "", False
-            continue
-        piece = tokenizer.decode([t])
-        if not inside:
-            start = _VALUE_START.search(text)
-            inside = start is not None and start.group(1) != "name"
-        if inside:
-            weights[i] = weight
-            if '"' in piece.replace('\\"', ""):  # the value's closing quote (escaped ones do not close)
-                inside = False
-        text = (text + piece)[-64:]
-    return weights
-
-
 # ----------------------------------------------------------------------------- training
 
 
@@ -338,14 +316,85 @@ def lr_factor(step: int, total: int, warmup: int, kind: str) -> float:
     return 1.0 - progress
 
 
-def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
-    """Train and save; returns a summary (steps, tokens, first/last loss, seconds, counts)."""
-    import numpy as np
+def _batch_loss(model: Any, batch: list[Example], cfg: SFTConfig, pad_id: int, head: Any, scaler: Any) -> float:
+    """Forward and backward over one batch, micro-batch by micro-batch; the batch's loss: the
+    weighted sum of reply log-probs divided by its reply tokens (a count, whatever the weights)."""
     import torch
 
     from fixrl.train.logprobs import reply_log_probs
+
+    n_tokens = sum(sum(e.assistant_mask) for e in batch)
+    total = 0.0
+    for m in range(0, len(batch), cfg.micro_batch_size):
+        micro = batch[m:m + cfg.micro_batch_size]
+        ids, mask = pad_batch([(e.token_ids, e.assistant_mask) for e in micro], pad_id)
+        weights = mask.float()  # [b, T]
+        for r, e in enumerate(micro):
+            if e.weights is not None:
+                weights[r, :len(e.weights)] = torch.tensor(e.weights)
+        logp = reply_log_probs(model, ids, mask, 1.0, cfg.chunk_size, head=head)  # [b, T]
+        loss = -(logp * weights.to(logp.device)).sum() / n_tokens
+        scaler.scale(loss).backward()
+        total += float(loss.detach())
+    return total
+
+
+class _MetricsFile:
+    """sft_metrics.jsonl, a line per optimizer step."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.write_text("")
+
+    def write(self, row: dict[str, Any]) -> None:
+        with self.path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def _epochs(cfg: SFTConfig, model: Any, examples: list[Example], params: list[Any], pad_id: int, head: Any,
+            metrics: _MetricsFile, progress: Any) -> tuple[list[float], int]:
+    """Every optimizer step of the run: (the loss of each, reply tokens seen)."""
+    import torch
+
+    total_steps = math.ceil(len(examples) / cfg.batch_size) * cfg.num_train_epochs
+    device = next(model.parameters()).device
+    scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
+    optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: lr_factor(s, total_steps, cfg.warmup_steps, cfg.lr_scheduler))
+    bar = progress.add_task("sft", total=total_steps) if progress is not None else None
+    rng, history, tokens_seen, t0 = random.Random(cfg.seed), [], 0, time.time()
+    for epoch in range(cfg.num_train_epochs):
+        order = list(range(len(examples)))
+        rng.shuffle(order)
+        for b in range(0, len(order), cfg.batch_size):
+            batch = [examples[i] for i in order[b:b + cfg.batch_size]]
+            optimizer.zero_grad(set_to_none=True)
+            loss = _batch_loss(model, batch, cfg, pad_id, head, scaler)
+            scaler.unscale_(optimizer)
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+            scaler.step(optimizer)
+            scaler.update()
+            scheduler.step()
+            n_tokens = sum(sum(e.assistant_mask) for e in batch)
+            tokens_seen += n_tokens
+            history.append(loss)
+            metrics.write({"step": len(history), "epoch": epoch, "loss": loss, "grad_norm": grad_norm,
+                           "tokens": n_tokens, "lr": scheduler.get_last_lr()[0], "seconds": time.time() - t0})
+            if progress is not None:
+                progress.update(bar, advance=1, description=f"sft epoch {epoch + 1} loss {loss:.3f}")
+    return history, tokens_seen
+
+
+def run_sft(cfg: SFTConfig, console: Any = None, hooks: SFTHooks | None = None) -> dict[str, Any]:
+    """Train and save; returns a summary (steps, tokens, first/last loss, seconds, counts).
+    `hooks`: a recipe's per-token loss weights and output head (see SFTHooks)."""
+    import numpy as np
+    import torch
+
     from fixrl.train.model import load_trainable, save_trainable, trainable_parameters
 
+    hooks = hooks or SFTHooks()
     cfg.validate()
     random.seed(cfg.seed)
     np.random.seed(cfg.seed)
@@ -356,80 +405,25 @@ def run_sft(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
     if not examples:
         raise DataError(f"no training examples left in {', '.join(map(str, cfg.data))} "
                         f"({counts}); check --passing-only / --max-length")
-    if cfg.value_weight != 1.0:
+    if hooks.token_weights is not None:
         for e in examples:
-            e.weights = argument_value_weights(tok, e.token_ids, e.assistant_mask, cfg.value_weight)
-    device = next(model.parameters()).device
-    use_cuda = device.type == "cuda"
-    steps_per_epoch = math.ceil(len(examples) / cfg.batch_size)
-    total_steps = steps_per_epoch * cfg.epochs
-    scaler = torch.amp.GradScaler("cuda", enabled=use_cuda)
+            e.weights = hooks.token_weights(e, tok)
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
     out.mkdir(parents=True, exist_ok=True)
-    metrics_path = out / "sft_metrics.jsonl"
-    metrics_path.write_text("")
-    rng = random.Random(cfg.seed)
-    head_ctx = contextlib.nullcontext(None)
-    if cfg.data_vocab_head:
-        from fixrl.harness.demo.vocab_head import shared_tail_rows
-
-        vocab = {t for e in examples for t in e.token_ids}
-        if cfg.head_vocab_data:
-            vocab |= {t for e in load_examples(cfg.head_vocab_data, tok, False, None)[0] for t in e.token_ids}
-        head_ctx = shared_tail_rows(model, vocab)
+    metrics = _MetricsFile(out / "sft_metrics.jsonl")
+    head_ctx = hooks.output_head(model, tok, examples) if hooks.output_head is not None else contextlib.nullcontext(None)
     model.train()
-    history: list[float] = []
     t0 = time.time()
-    step = 0
-    tokens_seen = 0
     progress = _progress(console)
     with progress if progress is not None else contextlib.nullcontext(), head_ctx as head:
-        # the data head trains its own rows in place of the model's (frozen) embedding matrix
         params = trainable_parameters(model) + (list(head.parameters()) if head is not None else [])
-        optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda s: lr_factor(s, total_steps, cfg.warmup_steps, cfg.lr_scheduler))
-        task = progress.add_task("sft", total=total_steps) if progress is not None else None
-        for epoch in range(cfg.epochs):
-            order = list(range(len(examples)))
-            rng.shuffle(order)
-            for b in range(0, len(order), cfg.batch_size):
-                batch = [examples[i] for i in order[b:b + cfg.batch_size]]
-                n_tokens = sum(sum(e.assistant_mask) for e in batch)
-                optimizer.zero_grad(set_to_none=True)
-                loss_sum = 0.0
-                for m in range(0, len(batch), cfg.micro_batch_size):
-                    micro = batch[m:m + cfg.micro_batch_size]
-                    ids, mask = pad_batch([(e.token_ids, e.assistant_mask) for e in micro], pad_id)
-                    weights = mask.float()  # [b, T]
-                    for r, e in enumerate(micro):
-                        if e.weights is not None:
-                            weights[r, :len(e.weights)] = torch.tensor(e.weights)
-                    logp = reply_log_probs(model, ids, mask, 1.0, cfg.chunk_size, head=head)  # [b, T]
-                    # token mean over the batch (weights > 1 stress some tokens; the divisor stays a count)
-                    loss = -(logp * weights.to(logp.device)).sum() / n_tokens
-                    scaler.scale(loss).backward()
-                    loss_sum += float(loss.detach())
-                scaler.unscale_(optimizer)
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
-                scaler.step(optimizer)
-                scaler.update()
-                scheduler.step()
-                step += 1
-                tokens_seen += n_tokens
-                history.append(loss_sum)
-                row = {"step": step, "epoch": epoch, "loss": loss_sum, "grad_norm": grad_norm,
-                       "tokens": n_tokens, "lr": scheduler.get_last_lr()[0], "seconds": time.time() - t0}
-                with metrics_path.open("a") as f:
-                    f.write(json.dumps(row) + "\n")
-                if progress is not None:
-                    progress.update(task, advance=1, description=f"sft epoch {epoch + 1} loss {loss_sum:.3f}")
+        history, tokens_seen = _epochs(cfg, model, examples, params, pad_id, head, metrics, progress)
     save_trainable(model, tok, out)
-    summary = {"steps": step, "examples": len(examples), "counts": counts, "policy_tokens": tokens_seen,
+    summary = {"steps": len(history), "examples": len(examples), "counts": counts, "policy_tokens": tokens_seen,
                "first_loss": history[0], "last_loss": history[-1], "seconds": time.time() - t0,
                "out": str(out)}
-    cfg_dict = dataclasses.asdict(cfg)
-    (out / "sft_config.json").write_text(json.dumps({"config": cfg_dict, "summary": summary}, indent=2) + "\n")
+    (out / "sft_config.json").write_text(json.dumps({"config": dataclasses.asdict(cfg), "summary": summary},
+                                                    indent=2) + "\n")
     return summary
 
 

@@ -15,33 +15,35 @@ the same run, with a scripted policy (oracle: read, edit, test, submit) on the g
    bottleneck. On one machine the nodes share its cores, so the cluster arms cannot be faster
    than the local loop here; the projection is what carries to real machines.
 
-`--ray` alone (or `--ray local`) starts a cluster of `ray start` processes on this machine (a head
-and `--nodes` workers, torn down after); `--ray ADDRESS` uses a running cluster's first nodes.
+`--ray local` starts a cluster of `ray start` processes on this machine (a head and `--nodes`
+workers of `--slots` slots, torn down after); `--ray auto|ADDRESS` uses a running cluster's first
+`--nodes` nodes with their own slots.
 """
 from __future__ import annotations
 
-import json
+import contextlib
+import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from fixrl import tasks as tasks_pkg
+from fixrl.envs import EnvConfig
+from fixrl.envs.types import ToolCall
+from fixrl.harness.agent.bench_rollout import BenchError
+from fixrl.harness.agent.local import LocalEnvSide, LocalRollouts
+from fixrl.harness.agent.policies.scripted import ScriptedPolicy
+from fixrl.harness.agent.ray_envside import RayEnvSide
+from fixrl.harness.agent.ray_local import LocalCluster
+from fixrl.harness.agent.ray_pool import RESOURCE, WorkerPool, connect
+from fixrl.harness.agent.ray_rollouts import RayRollouts
+from fixrl.sandbox import SandboxConfig, SandboxPool
+from fixrl.tasks.suites import GYM_SUITE
+from rich.table import Table
+
 CHECK_SECONDS_PROJECTED = 10.0
-
-
-def add_arguments(parser) -> None:
-    parser.add_argument("--ray", nargs="?", const="local", metavar="local|auto|ADDRESS",
-                        help="benchmark the Ray environment side instead (alone: a cluster started on this machine)")
-    parser.add_argument("--nodes", type=int, default=3, help="with --ray: most worker nodes (default 3)")
-    parser.add_argument("--slots", type=int, default=2, help="with --ray local: sandbox slots per node (default 2)")
-    parser.add_argument("--calls", type=int, default=200, help="with --ray: tool calls per arm of the latency test")
-
-
-def _fail(message: str) -> None:
-    print(f"fixrl: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -50,13 +52,6 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 def _call_latency(suite, task, address: str, node: str, calls: int) -> dict[str, Any]:
-    from fixrl.envs import EnvConfig
-    from fixrl.envs.types import ToolCall
-    from fixrl.harness.agent.local import LocalEnvSide
-    from fixrl.harness.agent.ray_envside import RayEnvSide
-    from fixrl.harness.agent.ray_pool import WorkerPool
-    from fixrl.sandbox import SandboxConfig, SandboxPool
-
     env = EnvConfig(max_turns=10 ** 6)
     call = ToolCall("read", {"path": task.file})
     lat: dict[str, list[float]] = {"local": [], "ray": []}
@@ -130,72 +125,47 @@ def _projection(latency: dict, arms: list[dict]) -> dict[str, Any]:
     return out
 
 
-def _cluster(args, tmp: Path, stack):
+def _cluster(cfg, tmp: Path, stack):
     """(address, worker node ids, slots per node) of the cluster to measure on."""
-    if args.ray == "local":
-        from fixrl.harness.agent.ray_local import LocalCluster
-
+    if cfg.ray == "local":
         cluster = stack.enter_context(LocalCluster(tmp / "cluster"))
-        nodes = [cluster.add_node(args.slots) for _ in range(args.nodes)]
-        return cluster.address, [n.node_id for n in nodes], [args.slots] * len(nodes)
-    from fixrl.harness.agent.ray_pool import RESOURCE, connect
-
-    ray = connect(args.ray)
+        nodes = [cluster.add_node(cfg.slots) for _ in range(cfg.nodes)]
+        return cluster.address, [n.node_id for n in nodes], [cfg.slots] * len(nodes)
+    ray = connect(cfg.ray)
     found = [(n["NodeID"], int(n["Resources"].get(RESOURCE, 0))) for n in ray.nodes()
-             if n.get("Alive") and n["Resources"].get(RESOURCE, 0) >= 1][: args.nodes]
-    return args.ray, [n for n, _ in found], [s for _, s in found]
+             if n.get("Alive") and n["Resources"].get(RESOURCE, 0) >= 1][: cfg.nodes]
+    return cfg.ray, [n for n, _ in found], [s for _, s in found]
 
 
-def run(args) -> int:
-    import contextlib
-    import os
-
-    from fixrl import tasks as tasks_pkg
-    from fixrl.envs import EnvConfig
-    from fixrl.harness.agent.local import LocalRollouts
-    from fixrl.harness.agent.policies.scripted import ScriptedPolicy
-    from fixrl.harness.agent.ray_rollouts import RayRollouts
-    from fixrl.harness.agent.ray_worker import BACKEND_ENV
-    from fixrl.sandbox import SandboxConfig
-    from fixrl.tasks.suites import GYM_SUITE
-
-    if min(args.nodes, args.slots, args.calls, args.episodes) < 1:
-        _fail("--nodes, --slots, --calls and --episodes must be >= 1")
-    suite = tasks_pkg.load_suite(Path(args.suite) if args.suite else GYM_SUITE)
-    tasks = [t for t in suite.tasks if t.kind == "fix"][: args.episodes]
+def measure(cfg) -> dict[str, Any]:
+    """Every arm on the cluster `cfg.ray` names (bench_rollout.Config) and the projection."""
+    if min(cfg.nodes, cfg.slots, cfg.calls, cfg.episodes) < 1:
+        raise BenchError("bench rollout --ray: nodes, slots, calls and episodes must be >= 1")
+    suite = tasks_pkg.load_suite(Path(cfg.suite) if cfg.suite else GYM_SUITE)
+    tasks = [t for t in suite.tasks if t.kind == "fix"][: cfg.episodes]
     policy = ScriptedPolicy("oracle")
     env = EnvConfig(rename=True)
-    with tempfile.TemporaryDirectory(prefix="fixrl-bench-ray-") as tmp, contextlib.ExitStack() as stack:
-        os.environ.pop(BACKEND_ENV, None)
-        address, nodes, slots = _cluster(args, Path(tmp), stack)
+    with tempfile.TemporaryDirectory(prefix="fixrl-bench-ray-", dir="/tmp") as tmp, contextlib.ExitStack() as stack:
+        address, nodes, slots = _cluster(cfg, Path(tmp), stack)
         if not nodes:
-            _fail(f"--ray {args.ray}: no node offers fixrl_sandbox slots")
-        latency = _call_latency(suite, tasks[0], address, nodes[0], args.calls)
+            raise BenchError(f"bench rollout --ray {cfg.ray}: no node offers fixrl_sandbox slots")
+        latency = _call_latency(suite, tasks[0], address, nodes[0], cfg.calls)
         arms = []
         for k in range(1, len(nodes) + 1):
             width = sum(slots[:k])
-            with LocalRollouts(suite, env, SandboxConfig(backend=args.backend, pool_size=width)) as local:
-                one = _arm(local, policy, tasks, args.seed, width)
-            with RayRollouts(suite, env, SandboxConfig(backend=args.backend, ray=address), nodes=nodes[:k]) as r:
-                on_ray = _arm(r, policy, tasks, args.seed, width)
+            with LocalRollouts(suite, env, SandboxConfig(backend=cfg.backend, pool_size=width)) as local:
+                one = _arm(local, policy, tasks, cfg.seed, width)
+            with RayRollouts(suite, env, SandboxConfig(backend=cfg.backend, ray=address), nodes=nodes[:k]) as r:
+                on_ray = _arm(r, policy, tasks, cfg.seed, width)
             arms.append({"nodes": k, "local": one, "ray": on_ray,
                          "ray_over_local": round(on_ray["episodes_per_min"] / one["episodes_per_min"], 2)})
-    result = {"cpus": os.cpu_count(), "suite": suite.name, "policy": "oracle", "backend": args.backend,
-              "cluster": "local (ray start processes on this machine)" if args.ray == "local" else address,
-              "slots_per_node": slots, "tool_call": latency, "episodes": arms,
-              "projection": _projection(latency, arms)}
-    if args.json:
-        print(json.dumps(result, indent=2))
-        return 0
-    _print(result)
-    return 0
+    return {"cpus": os.cpu_count(), "suite": suite.name, "policy": "oracle", "backend": cfg.backend,
+            "cluster": "local (ray start processes on this machine)" if cfg.ray == "local" else address,
+            "slots_per_node": slots, "tool_call": latency, "episodes": arms, "projection": _projection(latency, arms)}
 
 
-def _print(r: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
+def show(r: dict[str, Any], console: Any) -> None:
+    """The latency, the episode arms and the projection."""
     lat = r["tool_call"]
     t = Table(title=f"one `read` tool call ({lat['local']['calls']} per arm, alternating blocks)")
     for col in ("", "p50 ms", "p90 ms", "driver CPU ms/call"):
@@ -216,9 +186,11 @@ def _print(r: dict) -> None:
     p = r["projection"]
     console.print(f"driver CPU: {p['driver_cpu_per_episode_ms']:.1f} ms per episode "
                   f"({p['driver_cpu_per_turn_ms']:.2f} ms per turn x {p['turns_per_episode']} turns + "
-                  f"{p['driver_cpu_per_episode_fixed_ms']:.1f} ms fixed): at most {p['driver_episodes_per_s']} episodes/s")
+                  f"{p['driver_cpu_per_episode_fixed_ms']:.1f} ms fixed): "
+                  f"at most {p['driver_episodes_per_s']} episodes/s")
     for name, label in (("gym", "gym suite"), ("check_10s", "10 s checks")):
         q = p[name]
         console.print(f"{label}: an episode holds a slot {q['slot_seconds_per_episode']:.2f} s -> one driver keeps "
-                      f"{q['slots_one_driver_keeps_busy']:.0f} slots busy ({q['nodes_of_8_slots']:.1f} nodes of 8 slots); "
+                      f"{q['slots_one_driver_keeps_busy']:.0f} slots busy "
+                      f"({q['nodes_of_8_slots']:.1f} nodes of 8 slots); "
                       "beyond that the driver is the bottleneck")

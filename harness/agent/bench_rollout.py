@@ -16,25 +16,63 @@ end-to-end gain; the generation-only ratio is the batching itself.
 """
 from __future__ import annotations
 
-import json
+import os
+import tempfile
 import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from fixrl import tasks as tasks_pkg
+from fixrl.envs import EnvConfig
+from fixrl.harness.agent.local import LocalRollouts
+from fixrl.harness.agent.policies import TimedPolicy
+from fixrl.harness.agent.tiny import cache_dir, init_tiny, make_tiny_suite
+from fixrl.sandbox import SandboxConfig
+from fixrl.tasks.check import PRELUDE
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("--model", help="checkpoint directory (default: the tiny one, made in the cache)")
-    parser.add_argument("--suite", help="suite directory (default: a tiny three-task suite in a temp dir)")
-    parser.add_argument("--episodes", type=int, default=30, help="episodes per arm (default 30)")
-    parser.add_argument("--batch", type=int, default=30, help="episodes in lockstep in the batched arm (default 30)")
-    parser.add_argument("--max-new-tokens", type=int, default=64, help="tokens per turn (default 64)")
-    parser.add_argument("--turns", type=int, default=3, help="turns per episode (default 3)")
-    parser.add_argument("--cpu-threads", type=int, help="torch threads while generating on a CPU (default: the cores free at each call)")
-    parser.add_argument("--backend", default="local", choices=["local", "docker"])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=3,
-                        help="runs of each arm, interleaved; each arm's fastest is reported (default 3)")
-    from fixrl.harness.agent import bench_ray
+class BenchError(ValueError):
+    """A benchmark setting that cannot work (the message names it)."""
 
-    bench_ray.add_arguments(parser)
+
+@dataclass
+class Config:
+    """`fixrl bench rollout`."""
+
+    model: str | None = None
+    """Checkpoint directory (None: the tiny one, made in the cache)."""
+    suite: str | None = None
+    """Suite directory (None: a tiny three-task suite in a temporary directory)."""
+    episodes: int = 30
+    """Episodes per arm."""
+    batch: int = 30
+    """Episodes in lockstep in the batched arm."""
+    max_new_tokens: int = 64
+    """Tokens per turn."""
+    turns: int = 3
+    """Turns per episode."""
+    cpu_threads: int | None = None
+    """Torch threads while generating on a CPU (None: the cores free at each call)."""
+    backend: Literal["local", "docker"] = "local"
+    """Sandbox backend of both arms."""
+    seed: int = 0
+    """Seed of both arms' episodes."""
+    repeats: int = 3
+    """Runs of each arm, interleaved; each arm's fastest is reported."""
+    ray: str | None = None
+    """Measure the environment side on a Ray cluster instead (bench_ray: scripted episodes on the gym
+    suite): `local` (`ray start` processes on this machine, torn down after), `auto` or HOST:PORT."""
+    nodes: int = 3
+    """With --ray: the most worker nodes measured (1, 2, ... up to this many)."""
+    slots: int = 2
+    """With --ray local: the sandbox slots of each worker node."""
+    calls: int = 200
+    """With --ray: tool calls per arm of the latency test."""
+
+    def validate(self) -> None:
+        if min(self.episodes, self.batch, self.turns, self.max_new_tokens, self.repeats) < 1:
+            raise BenchError("bench rollout: episodes, batch, turns, max_new_tokens and repeats must be >= 1")
 
 
 def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, backend: str, seed: int,
@@ -43,12 +81,6 @@ def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, back
     check sandboxes with pytest imported, are started before the clock starts: a training run
     keeps one pool for all its steps, so start-up is not part of the loop's throughput
     (`fixrl bench sandbox` measures it)."""
-    from fixrl.envs import EnvConfig
-    from fixrl.harness.agent.local import LocalRollouts
-    from fixrl.harness.agent.policies import TimedPolicy
-    from fixrl.sandbox import SandboxConfig
-    from fixrl.tasks.check import PRELUDE
-
     config = EnvConfig(max_turns=turns, max_malformed=turns)
     timed = TimedPolicy(policy)
     reused = getattr(policy, "reused_tokens", 0)
@@ -74,89 +106,73 @@ def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, back
     }
 
 
-def run(args) -> int:
-    if getattr(args, "ray", None):
-        from fixrl.harness.agent import bench_ray  # the cluster benchmark (Ray imported there)
+def measure(cfg: Config) -> dict[str, Any]:
+    """Both arms, each `cfg.repeats` times interleaved; the fastest run of each and the ratios."""
+    if cfg.ray:
+        # Here, not above: bench_ray uses this module's BenchError (and Ray, through its pool).
+        from fixrl.harness.agent import bench_ray  # noqa: PLC0415
 
-        return bench_ray.run(args)
-    import os
-    import tempfile
-    from pathlib import Path
+        return bench_ray.measure(cfg)
+    from fixrl.harness.agent.policies.hf import HFPolicy  # torch and transformers
 
-    from fixrl import tasks as tasks_pkg
-    from fixrl.harness.cli import UserError
-    from fixrl.harness.agent.policies.hf import HFPolicy
-    from fixrl.harness.agent.tiny import cache_dir, init_tiny, make_tiny_suite
-
-    if min(args.episodes, args.batch, args.turns, args.max_new_tokens, args.repeats) < 1:
-        raise UserError("--episodes, --batch, --turns, --max-new-tokens and --repeats must be >= 1")
+    cfg.validate()
     with tempfile.TemporaryDirectory(prefix="fixrl-bench-rollout-") as tmp:
-        if args.model:
-            model = Path(args.model)
-        else:
-            model = cache_dir() / "tiny-qwen2"
-            if not (model / "config.json").exists():
-                init_tiny(model)
-        suite_dir = Path(args.suite) if args.suite else make_tiny_suite(Path(tmp) / "suite")
-        try:
-            suite = tasks_pkg.load_suite(suite_dir)
-        except ValueError as e:
-            raise UserError(f"--suite {suite_dir}: {e}") from None
+        model = Path(cfg.model) if cfg.model else cache_dir() / "tiny-qwen2"
+        if not cfg.model and not (model / "config.json").exists():
+            init_tiny(model)
+        suite = tasks_pkg.load_suite(Path(cfg.suite) if cfg.suite else make_tiny_suite(Path(tmp) / "suite"))
         tasks = [t for t in suite.tasks if t.kind == "fix"][: max(1, min(len(suite.tasks), 3))]
-        n_per_task = max(1, args.episodes // len(tasks))
+        n_per_task = max(1, cfg.episodes // len(tasks))
         try:
-            policy = HFPolicy(model, temperature=1.0, max_new_tokens=args.max_new_tokens,
-                              cpu_threads=args.cpu_threads)
+            policy = HFPolicy(model, temperature=1.0, max_new_tokens=cfg.max_new_tokens, cpu_threads=cfg.cpu_threads)
         except (OSError, ValueError) as e:
-            raise UserError(f"--model {model}: {e}") from None
+            raise BenchError(f"bench rollout: --model {model}: {e}") from None
         scratch = Path(tmp) / "empty"
         scratch.mkdir()
         # Warm-up (first-call allocations, lazy imports) outside the timed arms.
-        _arm(policy, suite, tasks[:1], 1, 1, 1, args.backend, args.seed, scratch)
+        _arm(policy, suite, tasks[:1], 1, 1, 1, cfg.backend, cfg.seed, scratch)
         # Interleaved, fastest of each: on a shared machine a neighbour's burst lands on one
         # run of one arm; the minimum is each arm's least disturbed run (timeit's rule).
         ones, batches = [], []
-        for _ in range(args.repeats):
-            ones.append(_arm(policy, suite, tasks, n_per_task, 1, args.turns, args.backend, args.seed, scratch))
-            batches.append(_arm(policy, suite, tasks, n_per_task, min(args.batch, n_per_task * len(tasks)),
-                                args.turns, args.backend, args.seed, scratch))
-        one = min(ones, key=lambda r: r["seconds"])
-        batched = min(batches, key=lambda r: r["seconds"])
-        one["all_seconds"] = [r["seconds"] for r in ones]
-        batched["all_seconds"] = [r["seconds"] for r in batches]
-    result = {
-        "model": str(model),
-        "device": str(policy.device),
+        for _ in range(cfg.repeats):
+            ones.append(_arm(policy, suite, tasks, n_per_task, 1, cfg.turns, cfg.backend, cfg.seed, scratch))
+            batches.append(_arm(policy, suite, tasks, n_per_task, min(cfg.batch, n_per_task * len(tasks)),
+                                cfg.turns, cfg.backend, cfg.seed, scratch))
+    one, batched = min(ones, key=lambda r: r["seconds"]), min(batches, key=lambda r: r["seconds"])
+    one["all_seconds"] = [r["seconds"] for r in ones]
+    batched["all_seconds"] = [r["seconds"] for r in batches]
+    return {
+        "model": str(model), "device": str(policy.device),
         "torch_threads_generating": (policy.cpu_threads or "auto (free cores)") if policy.device.type == "cpu" else None,
-        "cpus": os.cpu_count(),
-        "max_new_tokens": args.max_new_tokens,
-        "turns_per_episode": args.turns,
-        "backend": args.backend,
-        "repeats": args.repeats,
-        "one_at_a_time": one,
-        "batched": batched,
+        "cpus": os.cpu_count(), "max_new_tokens": cfg.max_new_tokens, "turns_per_episode": cfg.turns,
+        "backend": cfg.backend, "repeats": cfg.repeats, "one_at_a_time": one, "batched": batched,
         "speedup_episodes_per_min": round(batched["episodes_per_min"] / one["episodes_per_min"], 2),
         "speedup_tokens_per_s": round(batched["tokens_per_s"] / one["tokens_per_s"], 2),
         "speedup_generation_tokens_per_s": round(batched["generation_tokens_per_s"]
                                                  / one["generation_tokens_per_s"], 2),
     }
-    if args.json:
-        print(json.dumps(result, indent=2))
-        return 0
-    from rich.console import Console
+
+
+def show(result: dict[str, Any], console: Any) -> None:
+    """The two arms and their ratios as a table."""
     from rich.table import Table
 
-    table = Table(title=f"agent loop on {Path(str(model)).name}, fastest of {args.repeats} runs per arm "
+    if "tool_call" in result:
+        from fixrl.harness.agent import bench_ray  # noqa: PLC0415 - see measure
+
+        return bench_ray.show(result, console)
+
+    table = Table(title=f"agent loop on {Path(result['model']).name}, fastest of {result['repeats']} runs per arm "
                         f"({result['device']}, {result['cpus']} CPUs, "
                         f"{result['torch_threads_generating']} torch thread(s) generating, "
-                        f"{args.max_new_tokens} tokens x {args.turns} turns per episode, {args.backend} sandboxes)")
+                        f"{result['max_new_tokens']} tokens x {result['turns_per_episode']} turns per episode, "
+                        f"{result['backend']} sandboxes)")
     for col in ("", "episodes", "lockstep", "seconds", "episodes/min", "tokens/s", "generation tokens/s"):
         table.add_column(col, justify="right")
-    for name, r in (("one at a time", one), ("batched", batched)):
+    for name, r in (("one at a time", result["one_at_a_time"]), ("batched", result["batched"])):
         table.add_row(name, str(r["episodes"]), str(r["lockstep"]), f"{r['seconds']:.1f}",
                       f"{r['episodes_per_min']:.1f}", f"{r['tokens_per_s']:.0f}",
                       f"{r['generation_tokens_per_s']:.0f}")
     table.add_row("speed-up", "", "", "", f"{result['speedup_episodes_per_min']:.2f}x",
                   f"{result['speedup_tokens_per_s']:.2f}x", f"{result['speedup_generation_tokens_per_s']:.2f}x")
-    Console().print(table)
-    return 0
+    console.print(table)

@@ -15,6 +15,7 @@ A real cluster runs one `ray start` on each machine instead (README: scale-out).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -93,10 +94,8 @@ def _ancestors(pid: int, procs: dict[int, tuple[int, str]]) -> set[int]:
 def _kill(pids: set[int], grace: float) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
         end = time.monotonic() + grace
         while time.monotonic() < end and any(Path(f"/proc/{p}").exists() and not _zombie(p) for p in pids):
             time.sleep(0.05)

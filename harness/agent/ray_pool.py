@@ -53,7 +53,7 @@ class WorkerLost(Exception):
 
 def import_ray() -> Any:
     try:
-        import ray  # the optional extra: only runs that ask for a cluster import it
+        import ray  # noqa: PLC0415 - the optional extra: only runs that ask for a cluster import it
     except ImportError:
         raise ClusterError("--ray needs Ray, on this machine and on every node: pip install 'fixrl[ray]'") from None
     return ray
@@ -196,7 +196,7 @@ class WorkerPool:
             self._note_started()
 
     def _spawn(self, node_id: str, slots: int) -> WorkerHandle:
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # with ray, above
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: PLC0415 - as ray
 
         pool_size = 2 * slots
         spec = WorkerSpec(run=self.run, slots=slots, pool_size=pool_size, backend=self.sandbox.backend,
@@ -357,7 +357,7 @@ class WorkerPool:
         self._sweep([w for w in workers if w.info is not None])
 
     def _sweep(self, workers: list[WorkerHandle]) -> None:
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # with ray, above
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: PLC0415 - as ray
 
         names: dict[str, list[str]] = {}
         for w in workers:

@@ -41,6 +41,7 @@ from fixrl.envs import EnvConfig
 from fixrl.envs.types import EpisodeInfo, Malformed, StepResult, ToolCall
 from fixrl.harness.agent.local import LocalEnvSide
 from fixrl.sandbox import BACKENDS, DEFAULT_IMAGE, ExecResult, SandboxError, SandboxPool, reaper
+from fixrl.sandbox import docker as docker_backend
 from fixrl.tasks import Suite, Task
 from fixrl.tasks.loader import field_text
 from fixrl.tasks.materialize import copy_repo
@@ -189,8 +190,6 @@ class EnvWorker:
             raise WorkerError(f"node {socket.gethostname()}: {BACKEND_ENV}={self.backend!r}: use one of "
                               f"{', '.join(BACKENDS)}")
         reaper.sweep(_mkdir(self.root / "workers"))
-        from fixrl.sandbox import docker as docker_backend  # for its session label; no daemon needed
-
         self.session = docker_backend.SESSION
         self.dir = self.root / "workers" / f"{spec.run}-{self.session}"
         uses_docker = self.backend == "docker" or bool(os.environ.get("DOCKER_HOST")) or \
@@ -227,7 +226,8 @@ class EnvWorker:
     def open_side(self, side: str, env_config: EnvConfig, suite: Suite | None) -> None:
         with self._lock:
             if side not in self._sides:
-                self._sides[side] = LocalEnvSide(suite, env_config, self.pool, _mkdir(self.dir / "tmp" / f"side-{side}"))
+                work = _mkdir(self.dir / "tmp" / f"side-{side}")
+                self._sides[side] = LocalEnvSide(suite, env_config, self.pool, work)
 
     def close_side(self, side: str) -> None:
         with self._lock:

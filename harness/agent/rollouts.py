@@ -14,11 +14,12 @@ runs the environment side on a Ray cluster's nodes.
 """
 from __future__ import annotations
 
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Callable, Literal, Protocol, Sequence, runtime_checkable
 
 from fixrl.envs import EnvConfig
 from fixrl.harness.agent.local import LocalRollouts
-from fixrl.harness.agent.policies import Policy
+from fixrl.harness.agent.policies import Policy, PolicyConfig
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxConfig
 from fixrl.tasks import Suite, Task
@@ -59,3 +60,29 @@ def open_rollouts(suite: Suite | None, env: EnvConfig | None = None, sandbox: Sa
 
         return RayRollouts(suite, env, sandbox, max_total_tokens=max_total_tokens)
     return LocalRollouts(suite, env, sandbox, max_total_tokens=max_total_tokens)
+
+
+@dataclass
+class RolloutConfig:
+    """Every setting of `fixrl rollout`: n episodes of some tasks, to read or to save as SFT data."""
+
+    suite: str = "builtin"
+    """Suite directory, or `builtin`."""
+    split: Literal["train", "heldout", "all"] = "all"
+    """Tasks of this split."""
+    tasks: list[str] | None = None
+    """Only these task ids (any split)."""
+    n: int = 1
+    """Episodes per task."""
+    seed: int = 0
+    """Run seed (per-episode seeds derive from it)."""
+    save: str | None = None
+    """Write the trajectories here as JSONL (`.gz` to compress)."""
+    max_total_tokens: int | None = None
+    """Token budget of an episode (past it: out_of_tokens)."""
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    """Who plays: a scripted policy or a model."""
+    env: EnvConfig = field(default_factory=EnvConfig)
+    """Episode settings."""
+    sandbox: SandboxConfig = field(default_factory=lambda: SandboxConfig(pool_size=8))
+    """Where the episodes run (pool_size episodes in lockstep)."""

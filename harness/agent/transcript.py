@@ -8,6 +8,20 @@ from typing import Any, Iterable
 
 from fixrl.harness.agent.trajectory import Trajectory
 
+LOG_WIDTH = 200
+"""Columns of a console that writes to a file or a pipe (a log): wide enough that no table cuts
+its column names (rich falls back to 80 there)."""
+
+
+def make_console(stderr: bool = False, **kwargs: Any) -> Any:
+    """A rich Console for fixrl's output: the terminal's width on a terminal, LOG_WIDTH in a log."""
+    from rich.console import Console
+
+    probe = Console(stderr=stderr)
+    if not probe.is_terminal:
+        kwargs.setdefault("width", LOG_WIDTH)
+    return Console(stderr=stderr, **kwargs)
+
 
 def _clip(text: str, max_lines: int) -> str:
     lines = text.splitlines()
@@ -42,7 +56,7 @@ def print_transcript(traj: Trajectory, console: Any = None, max_lines: int = 30,
     from rich.panel import Panel
     from rich.rule import Rule
 
-    console = console or Console()
+    console = console or make_console()
     console.print(Rule(_title(traj)))
     renamed = traj.info.renamed
     if renamed:

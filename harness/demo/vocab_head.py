@@ -20,14 +20,18 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import torch
 from torch import Tensor, nn
 
+from fixrl.train.logprobs import split_causal_lm
+from fixrl.train.sft import Example, load_examples
+
 
 class DataVocabHead(nn.Module):
-    """hidden [n, H] -> logits [n, K + 1]: K data tokens, then the shared row (+ log n_shared)."""
+    """hidden [n, H] -> logits [n, K + 1]: K data tokens, then the shared row (+ log n_shared).
+    A `train.logprobs.OutputHead`."""
 
     def __init__(self, weight: Tensor, keep: Tensor, shared: int, n_shared: int) -> None:
         super().__init__()
@@ -40,13 +44,13 @@ class DataVocabHead(nn.Module):
         lookup[keep] = torch.arange(len(keep))
         self.register_buffer("lookup", lookup, persistent=False)
 
-    def index(self, targets: Tensor) -> Tensor:
+    def columns(self, targets: Tensor) -> Tensor:
         """Token ids [n] -> column of this head's logits (and row of its weight) [n]."""
         return self.lookup.to(targets.device)[targets]
 
     def embed(self, input_ids: Tensor) -> Tensor:
         """The input embeddings [..., H] of token ids [...] (tied: the head's rows)."""
-        return nn.functional.embedding(self.index(input_ids), self.weight)
+        return nn.functional.embedding(self.columns(input_ids), self.weight)
 
     def forward(self, hidden: Tensor) -> Tensor:
         logits = hidden @ self.weight.T  # [n, K+1]
@@ -66,8 +70,6 @@ def shared_tail_rows(model: nn.Module, token_ids: Iterable[int]) -> Iterator[Dat
     behind computes what the head computed. Exactly the training of the full matrix through the
     shared row: an unseen token's row gets no gradient there, and is overwritten on exit.
     """
-    from fixrl.train.logprobs import split_causal_lm
-
     _, head = split_causal_lm(model)
     weight = head.weight  # [V, H]
     vocab = weight.shape[0]
@@ -99,3 +101,17 @@ def shared_tail_rows(model: nn.Module, token_ids: Iterable[int]) -> Iterator[Dat
             rows = data_head.weight.detach().to(weight.dtype)
             weight[keep] = rows[:-1]
             weight[unseen] = rows[-1]
+
+
+def data_vocab_head(extra_data: Iterable[str] = ()):
+    """An `SFTHooks.output_head`: `shared_tail_rows` over the tokens of the run's examples and of
+    `extra_data` (files a later stage trains on, so that their tokens keep rows of their own)."""
+    extra = list(extra_data)
+
+    def hook(model: nn.Module, tokenizer: Any, examples: list[Example]) -> contextlib.AbstractContextManager:
+        vocab = {t for e in examples for t in e.token_ids}
+        if extra:
+            vocab |= {t for e in load_examples(extra, tokenizer)[0] for t in e.token_ids}
+        return shared_tail_rows(model, vocab)
+
+    return hook

@@ -20,23 +20,29 @@ REQUIRED = ["step", "rollout/reward", "rollout/pass_rate", "zero_adv_frac", "zer
 
 
 def test_presets_and_config_errors(tmp_path):
-    octlm = make_config("octlm")
-    assert (octlm.num_generations, octlm.scale_rewards, octlm.loss_type, octlm.dynamic_sampling,
-            octlm.min_mixed_groups, octlm.max_group_tries, octlm.epochs, octlm.minibatches, octlm.beta) == \
-        (6, "none", "token_mean", True, 4, 16, 1, 1, 0.0)
-    assert GRPOConfig().to_dict() | {"preset": "octlm"} == octlm.to_dict()  # the defaults are octlm
+    default = make_config("dynamic_mean")
+    assert (default.num_generations, default.scale_rewards, default.baseline, default.loss_type,
+            default.dynamic_sampling, default.min_mixed_groups, default.max_group_tries, default.num_iterations,
+            default.steps_per_generation, default.beta) == (6, "none", "mean", "dapo", True, 4, 16, 1, 1, 0.0)
+    assert GRPOConfig().to_dict() | {"preset": "dynamic_mean"} == default.to_dict()  # the defaults are its values
+    assert make_config("octlm").to_dict() == default.to_dict()  # the earlier name of the default preset
+    assert (default.env.max_turns, default.env.rename, default.sandbox.backend) == (6, True, "local")
     dapo = make_config("dapo")
     assert dapo.epsilon_high == 0.28 and dapo.dynamic_sampling and dapo.overlong_buffer == 2
     grpo = make_config("grpo", beta=0.1)  # explicit fields win over the preset
-    assert grpo.scale_rewards == "group" and grpo.loss_type == "seq_mean_token_mean" and grpo.beta == 0.1
-    assert make_config("dr_grpo").loss_constant == octlm.max_turns * octlm.max_new_tokens
-    assert make_config("rloo").scale_rewards == "rloo" and set(PRESETS) >= {"octlm", "grpo", "dr_grpo", "dapo", "rloo"}
-    assert octlm.epsilon_high == octlm.epsilon and not octlm.needs_old_logprobs and dapo.needs_old_logprobs
+    assert grpo.scale_rewards == "group" and grpo.loss_type == "grpo" and grpo.beta == 0.1
+    assert make_config("dr_grpo").loss_constant == default.max_turns * default.max_new_tokens
+    rloo = make_config("rloo")
+    assert (rloo.scale_rewards, rloo.baseline) == ("none", "leave_one_out")
+    assert set(PRESETS) >= {"dynamic_mean", "grpo", "dr_grpo", "dapo", "rloo", "gspo"}
+    assert default.epsilon_high == default.epsilon and not default.needs_old_logprobs and dapo.needs_old_logprobs
     for bad, match in [(dict(scale_rewards="std"), "scale_rewards"), (dict(num_generations=1), "num_generations"),
                        (dict(max_group_tries=2), "max_group_tries"), (dict(temperature=0), "temperature"),
-                       (dict(reward="nope"), "reward"), (dict(bogus=1), "unknown GRPOConfig field")]:
+                       (dict(reward="nope"), "reward"), (dict(bogus=1), "unknown GRPOConfig field"),
+                       (dict(pool_size=0), "pool_size"), (dict(backend="vm"), "backend"),
+                       (dict(steps=3, max_steps=4), "not both")]:
         with pytest.raises(ValueError, match=match):
-            make_config("octlm", **bad)
+            make_config("dynamic_mean", **bad)
     with pytest.raises(ValueError, match="unknown preset"):
         make_config("ppo")
     assert parse_override("beta=0.5") == ("beta", 0.5) and parse_override("dynamic_sampling=off") == ("dynamic_sampling", False)
@@ -46,6 +52,26 @@ def test_presets_and_config_errors(tmp_path):
     cfg = make_config("dapo", out=str(tmp_path))
     cfg.save(tmp_path / "c.json")
     assert GRPOConfig.load(tmp_path / "c.json").to_dict() == cfg.to_dict()
+
+
+def test_config_json_of_earlier_versions_loads_with_todays_names(tmp_path):
+    """A run directory written before the TRL names and the nested env/sandbox configs resumes."""
+    old = make_config("dynamic_mean").to_dict()
+    for name in ("num_iterations", "steps_per_generation", "max_steps", "eval_steps", "save_steps", "baseline",
+                 "env", "sandbox"):
+        old.pop(name)
+    old.update(epochs=2, minibatches=3, steps=7, eval_every=5, save_every=4, loss_type="token_mean",
+               scale_rewards="rloo", preset="octlm", backend="docker", image="img:1", pool_size=3, max_turns=5,
+               max_edits=1, rename=False, system_prompt="be brief", tool_schemas=False, reward="hidden")
+    (tmp_path / "config.json").write_text(json.dumps(old))
+    cfg = GRPOConfig.load(tmp_path / "config.json", steps=9, pool_size=2)  # overrides in earlier names too
+    assert (cfg.num_iterations, cfg.steps_per_generation, cfg.max_steps, cfg.eval_steps, cfg.save_steps) == (2, 3, 9, 5, 4)
+    assert (cfg.loss_type, cfg.scale_rewards, cfg.baseline, cfg.preset) == ("dapo", "none", "leave_one_out", "dynamic_mean")
+    assert (cfg.sandbox.backend, cfg.sandbox.image, cfg.sandbox.pool_size) == ("docker", "img:1", 2)
+    env = cfg.env
+    assert (env.max_turns, env.max_edits, env.rename, env.system_prompt, env.tool_schemas, env.reward) == \
+        (5, 1, False, "be brief", False, "hidden")
+    assert GRPOConfig.from_dict(cfg.to_dict()).to_dict() == cfg.to_dict()
 
 
 def test_cli_errors(tmp_path, capsys, train_suite):
@@ -62,14 +88,14 @@ def test_cli_errors(tmp_path, capsys, train_suite):
     assert "--suite" in capsys.readouterr().err
     assert main(["grpo", "--out", str(tmp_path / "r"), "--model", str(tmp_path / "none"), "--suite",
                  str(train_suite), "--quiet"]) == 2
-    assert "does not exist" in capsys.readouterr().err
+    assert "no such directory" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()  # nothing written for a run that could not start
     assert main(["grpo", "--out", str(tmp_path / "r"), "--resume", "--model", "m"]) == 2
     assert "drop --model" in capsys.readouterr().err
 
 
 def run_config(tiny_model, suite, out, adapter=None, steps=2, eval_every=2):
-    return make_config("octlm", model=str(tiny_model), suite=str(suite), out=str(out), adapter=adapter,
+    return make_config("dynamic_mean", model=str(tiny_model), suite=str(suite), out=str(out), adapter=adapter,
                        num_generations=3, max_turns=2, max_new_tokens=6, max_total_tokens=4096,
                        min_mixed_groups=1, max_group_tries=2, groups_per_rollout=2, pool_size=6, steps=steps,
                        eval_every=eval_every, eval_max_tasks=1, save_every=0, reward="trainkit:coin_reward",

@@ -10,7 +10,11 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
+from fixrl.harness.agent import rollouts as rollouts_mod
 from fixrl.train.config import make_config
+from fixrl.train.grpo import run_grpo
+from safetensors.torch import load_file
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -18,17 +22,13 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 def _config(tiny_model, suite, out, ray):
     return make_config("octlm", model=str(tiny_model), suite=str(suite), out=str(out), num_generations=3,
                        max_turns=2, max_new_tokens=6, max_total_tokens=4096, min_mixed_groups=1, max_group_tries=2,
-                       groups_per_rollout=2, pool_size=6, steps=2, eval_every=2, eval_max_tasks=1, save_every=0,
-                       reward="trainkit:coin_reward", learning_rate=5e-3, lora_rank=4, seed=0, ray=ray)
+                       groups_per_rollout=2, steps=2, eval_every=2, eval_max_tasks=1, save_every=0,
+                       reward="trainkit:coin_reward", learning_rate=5e-3, lora_rank=4, seed=0,
+                       sandbox={"pool_size": 6, "ray": ray})
 
 
 def test_two_grpo_steps_on_the_cluster_equal_one_process(ray_cluster, tiny_model, train_suite, tmp_path,
                                                         monkeypatch):
-    import torch
-    from fixrl.harness.agent import rollouts as rollouts_mod
-    from fixrl.train.grpo import run_grpo
-    from safetensors.torch import load_file
-
     opened = []
     real = rollouts_mod.open_rollouts
 
@@ -53,4 +53,4 @@ def test_two_grpo_steps_on_the_cluster_equal_one_process(ray_cluster, tiny_model
     assert on_ray[0]["rollout/errors"] == 0 and on_ray[0]["rollout/episodes"] >= 6
     a, b = (load_file(str(tmp_path / run / "adapter" / "adapter_model.safetensors")) for run in ("ray", "local"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    assert json.loads((tmp_path / "ray" / "config.json").read_text())["ray"] == ray_cluster.address
+    assert json.loads((tmp_path / "ray" / "config.json").read_text())["sandbox"]["ray"] == ray_cluster.address

@@ -106,21 +106,6 @@ def test_load_examples_formats_and_errors(tok, tmp_path):
         load_examples([tmp_path / "missing.jsonl"], tok)
 
 
-def test_argument_value_weights_stress_argument_values_only(tok):
-    from fixrl.train.sft import argument_value_weights
-
-    ids, mask = render_chat(tok, openai_chat(), TOOLS, "x")
-    weights = argument_value_weights(tok, ids, mask, 4.0)
-    assert [w for w, m in zip(weights, mask) if not m] == [0.0] * (len(mask) - sum(mask))
-    stressed = "".join(tok.decode([i]) for i, w in zip(ids, weights) if w == 4.0)
-    assert stressed.startswith("a.py") and "read" not in stressed  # the path, not the tool's name
-    assert argument_value_weights(tok, ids, mask, 1.0) == [float(m) for m in mask]
-    with pytest.raises(ValueError, match="value_weight"):
-        SFTConfig(data=["x"], value_weight=0).validate()
-    with pytest.raises(ValueError, match="data_vocab_head needs full_finetune"):
-        SFTConfig(data=["x"], data_vocab_head=True).validate()
-
-
 @pytest.mark.slow
 def test_sft_epoch_changes_adapter(tiny_model, tmp_path, train_suite, tok):
     """One epoch via `fixrl sft` on scripted demonstrations (oracle passes, blind mostly fails),
@@ -189,26 +174,3 @@ def test_sft_full_finetune_writes_a_checkpoint(tiny_model, tmp_path, tok):
     # --full cannot start from an adapter
     assert main(["sft", "--model", str(tiny_model), "--data", str(data), "--out", str(tmp_path / "x"), "--full",
                  "--adapter", str(tmp_path), "--quiet"]) == 2
-
-
-@pytest.mark.parametrize("keep_later_tokens", [False, True])
-def test_data_vocab_head_keeps_the_rows_of_later_stages(tiny_model, tmp_path, keep_later_tokens):
-    """A staged SFT's first run: tokens of `head_vocab_data` (the next stage's data) keep their
-    own rows; without it they leave the run sharing one row with every unseen token."""
-    import torch
-    from safetensors.torch import load_file
-
-    from fixrl.harness.agent.trajectory import Trajectory
-    from fixrl.train.sft import SFTConfig, run_sft
-
-    now, later, unseen = [100, 101, 102, 103], 555, 777
-    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
-    first.write_text(json.dumps(Trajectory(task_id="a", token_ids=now, assistant_mask=[0, 1, 1, 1]).to_dict()) + "\n")
-    second.write_text(json.dumps(Trajectory(task_id="b", token_ids=[100, later], assistant_mask=[0, 1]).to_dict()) + "\n")
-    out = tmp_path / "stage1"
-    run_sft(SFTConfig(model=str(tiny_model), data=[str(first)], out=str(out), full_finetune=True,
-                      data_vocab_head=True, head_vocab_data=[str(second)] if keep_later_tokens else []))
-    weights = load_file(str(out / "model.safetensors"))
-    rows = weights.get("lm_head.weight", weights["model.embed_tokens.weight"])
-    assert torch.equal(rows[unseen], rows[unseen + 1])  # the shared row
-    assert torch.equal(rows[later], rows[unseen]) is not keep_later_tokens

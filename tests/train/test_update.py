@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import signal
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.train.config import make_config
-from fixrl.train.grpo import deferred_interrupt, grpo_update
+from fixrl.train.grpo import Learner, deferred_interrupt, grpo_update
 from fixrl.train.model import Reference
 
 
@@ -41,18 +42,18 @@ def fake_groups(n_groups=2, G=3, seed=0):
     return groups
 
 
-def optim(model, cfg):
+def learner(model, cfg, reference=None):
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.learning_rate)
-    return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0), torch.amp.GradScaler("cuda", enabled=False)
+    return Learner(model, SimpleNamespace(pad_token_id=0), opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0),
+                   torch.amp.GradScaler("cuda", enabled=False), reference)
 
 
 def test_single_on_policy_update_never_clips():
     model = tiny_peft()
-    cfg = make_config("octlm", learning_rate=1e-2)
-    opt, sched, scaler = optim(model, cfg)
+    cfg = make_config("dynamic_mean", learning_rate=1e-2)
     before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
-    m, adv = grpo_update(model, fake_groups(), cfg, opt, scaler, sched, None, step=1, pad_id=0)
+    m, adv = grpo_update(learner(model, cfg), fake_groups(), cfg, step=1)
     assert m["train/optimizer_steps"] == 1 and m["loss/clip_frac"] == 0.0 and m["approx_kl"] == 0.0
     assert m["loss/ratio_min"] == m["loss/ratio_max"] == 1.0 and m["entropy"] > 0
     assert adv == pytest.approx([-0.5 / 1.5 * 1.0, 2 / 3, -1 / 3] * 2)  # rewards [0, 1, 0]: mean 1/3
@@ -61,9 +62,8 @@ def test_single_on_policy_update_never_clips():
 
 def test_minibatches_clip_against_recomputed_old_logprobs():
     model = tiny_peft()
-    cfg = make_config("dapo", learning_rate=5e-2, minibatches=2, epochs=2, overlong_buffer=0)
-    opt, sched, scaler = optim(model, cfg)
-    m, _ = grpo_update(model, fake_groups(), cfg, opt, scaler, sched, None, step=1, pad_id=0)
+    cfg = make_config("dapo", learning_rate=5e-2, steps_per_generation=2, num_iterations=2, overlong_buffer=0)
+    m, _ = grpo_update(learner(model, cfg), fake_groups(), cfg, step=1)
     assert m["train/optimizer_steps"] == 4
     # after the first step the policy moved away from pi_old: ratios leave 1, the clip binds
     assert m["approx_kl"] > 0 and m["loss/ratio_max"] > 1.0 and m["loss/clip_frac"] > 0
@@ -93,10 +93,9 @@ def test_kl_reference_from_base_weights_and_from_a_frozen_adapter():
         assert torch.equal(reply_log_probs(model, ids, mask), moved)  # swapped back
     assert not torch.equal(moved, start)
     # in the update: beta > 0 adds kl_ref, zero at the first step (policy = reference), then > 0
-    cfg = make_config("grpo", learning_rate=5e-2, minibatches=2)
+    cfg = make_config("grpo", learning_rate=5e-2, minibatches=2)  # an earlier name of steps_per_generation
     model = tiny_peft()
-    opt, sched, scaler = optim(model, cfg)
-    m, _ = grpo_update(model, fake_groups(), cfg, opt, scaler, sched, Reference(model, "adapter"), 1, 0)
+    m, _ = grpo_update(learner(model, cfg, Reference(model, "adapter")), fake_groups(), cfg, 1)
     assert m["kl_ref"] > 0
     with pytest.raises(ValueError, match="second full model"):
         from transformers import Qwen2Config, Qwen2ForCausalLM

@@ -15,9 +15,94 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 SCRIPTED_POLICIES = ("oracle", "blind", "random")
+
+
+class PolicyError(ValueError):
+    """A policy that cannot be loaded as asked (the message names the flag and what to do)."""
+
+
+@dataclass
+class PolicyConfig:
+    """Which policy writes the assistant turns: a scripted one, or a model with an optional adapter."""
+
+    policy: Literal["oracle", "blind", "random"] | None = None
+    """A scripted policy instead of a model."""
+    model: str | None = None
+    """Checkpoint directory of a causal LM (a Qwen2.5 checkpoint, `fixrl init-tiny`'s); nothing is downloaded."""
+    adapter: str | None = None
+    """peft adapter directory loaded on top of `model` (from `fixrl sft` or `fixrl grpo`)."""
+    temperature: float = 1.0
+    """Sampling temperature (model only); 0 is greedy decoding."""
+    top_p: float = 1.0
+    """Nucleus sampling (model only)."""
+    max_new_tokens: int = 256
+    """Tokens per assistant turn (model only)."""
+    greedy: bool = False
+    """Greedy decoding (temperature 0; model only)."""
+    device: str | None = None
+    """cpu | cuda (model only; None: CUDA when present)."""
+
+    def check(self) -> None:
+        """Clear errors before anything heavy loads: one of --policy / --model, the directories
+        there and of the right kind. Raises PolicyError."""
+        if (self.model is None) == (self.policy is None):
+            raise PolicyError("give exactly one of --model DIR (a causal LM checkpoint) or --policy NAME "
+                              f"(scripted: {', '.join(SCRIPTED_POLICIES)})")
+        if self.policy is not None:
+            if self.adapter is not None:
+                raise PolicyError("--adapter goes with --model, not with a scripted --policy")
+            if self.policy not in SCRIPTED_POLICIES:
+                raise PolicyError(f"--policy {self.policy!r}: unknown scripted policy; choose one of "
+                                  f"{', '.join(SCRIPTED_POLICIES)} (or pass --model DIR)")
+            return
+        _check_model_dir(Path(self.model))
+        if self.adapter is not None:
+            _check_adapter_dir(Path(self.adapter))
+
+    def load(self, seed: int = 0) -> "Policy":
+        """The policy (checked first); `seed` seeds a scripted one."""
+        self.check()
+        if self.policy is not None:
+            return load_policy(policy=self.policy, seed=seed)
+        try:
+            return load_policy(model=self.model, adapter=self.adapter, top_p=self.top_p, device=self.device,
+                               max_new_tokens=self.max_new_tokens,
+                               temperature=0.0 if self.greedy else self.temperature, greedy=self.greedy)
+        except (OSError, ValueError) as e:
+            what = f"--model {self.model}" + (f" --adapter {self.adapter}" if self.adapter else "")
+            raise PolicyError(f"{what}: could not load the policy: {e}") from e
+
+    def describe(self) -> dict[str, Any]:
+        """The record of the policy kept in results files."""
+        name = self.policy if self.policy is not None else Path(self.model).name + (
+            f"+{Path(self.adapter).name}" if self.adapter is not None else "")
+        greedy = self.greedy or (self.policy is None and self.temperature == 0.0)
+        return {"name": name, "kind": "scripted" if self.policy else "model", "policy": self.policy,
+                "model": self.model, "adapter": self.adapter,
+                "temperature": None if self.policy else (0.0 if greedy else self.temperature), "greedy": greedy}
+
+
+def _check_model_dir(m: Path) -> None:
+    if not m.is_dir():
+        raise PolicyError(f"--model {m}: no such directory (give a local checkpoint directory, e.g. one made by "
+                          f"`fixrl init-tiny DIR`; nothing is downloaded)")
+    if not (m / "config.json").is_file():
+        raise PolicyError(f"--model {m}: no config.json there; not a transformers checkpoint directory")
+    names = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+    if not any((m / x).is_file() for x in names) and not any(m.glob("*.tiktoken")):
+        raise PolicyError(f"--model {m}: no tokenizer files there (tokenizer.json / tokenizer_config.json); save "
+                          f"the tokenizer next to the weights with tokenizer.save_pretrained('{m}')")
+
+
+def _check_adapter_dir(a: Path) -> None:
+    if not a.is_dir():
+        raise PolicyError(f"--adapter {a}: no such directory (give a peft adapter directory written by `fixrl sft` "
+                          f"or `fixrl grpo`)")
+    if not (a / "adapter_config.json").is_file():
+        raise PolicyError(f"--adapter {a}: no adapter_config.json there; not a peft adapter directory")
 
 
 @dataclass
@@ -125,5 +210,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-__all__ = ["Policy", "GenRequest", "Generation", "HFPolicy", "ScriptedPolicy", "load_policy",
-           "SCRIPTED_POLICIES"]
+__all__ = ["Policy", "PolicyConfig", "PolicyError", "GenRequest", "Generation", "HFPolicy", "ScriptedPolicy",
+           "load_policy", "SCRIPTED_POLICIES"]

@@ -12,17 +12,19 @@ added token `<tool_call>`, so no BPE merge crosses into the template's `assistan
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, Callable
 
 from fixrl.harness.agent.policies import SCRIPTED_POLICIES, GenRequest, Generation
 
+PlanFactory = Callable[[Any, Any, random.Random], Any]
+"""(task, env view, rng) -> a plan with `next_call(observation) -> ToolCall` (`envs.scripted`)."""
+
 
 class ScriptedPolicy:
-    def __init__(self, kind: str, tokenizer: Any = None, seed: int = 0, run_tests: bool = True) -> None:
-        """`run_tests=False`: the oracle submits straight after its fix, without a `test` call
-        (a check of a validated reference fix tells nothing; demonstrations without it are
-        shorter, and a policy trained on them spends no turn and no sandbox time on it)."""
-        if kind not in SCRIPTED_POLICIES:
+    def __init__(self, kind: str, tokenizer: Any = None, seed: int = 0, plan: PlanFactory | None = None) -> None:
+        """kind: a built-in plan (oracle | blind | random), or the name of `plan`, a recipe's own
+        plan factory."""
+        if plan is None and kind not in SCRIPTED_POLICIES:
             raise ValueError(f"unknown scripted policy {kind!r}: choose one of {', '.join(SCRIPTED_POLICIES)}")
         if tokenizer is None:
             from fixrl.harness.agent.tiny import qwen25_tokenizer
@@ -35,7 +37,7 @@ class ScriptedPolicy:
         self.tokenizer = tokenizer
         self.eot_id = end_of_turn_id(tokenizer)
         self._seed = seed
-        self.run_tests = run_tests
+        self.plan = plan
         self.temperature = None
 
     def seed(self, seed: int) -> None:
@@ -47,8 +49,10 @@ class ScriptedPolicy:
         # The episode's seed mixed with the policy's own, so two scripted runs with different
         # policy seeds differ while each stays reproducible.
         rng = random.Random(hash((self._seed, seed)) & 0xFFFFFFFF)
+        if self.plan is not None:
+            return self.plan(task, env, rng)
         if self.kind == "oracle":
-            return scripted.oracle_plan(task, env, self.run_tests)
+            return scripted.oracle_plan(task, env)
         if self.kind == "blind":
             return scripted.blind_plan(task, env, rng)
         return scripted.random_plan(task, env, rng)

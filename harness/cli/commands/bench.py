@@ -2,10 +2,16 @@
 measured in the same run (these machines are shared and noisy)."""
 from __future__ import annotations
 
+import argparse
 import importlib
+import json
 
-# subcommand -> (module, function, help); each module defines `add_arguments(parser)` and
-# `run(args) -> int` and is imported only when its benchmark runs.
+from fixrl.harness.agent.transcript import make_console
+from fixrl.harness.cli.flags import add_config_flags, given_fields
+
+# subcommand -> (module, help). Each module defines a `Config` dataclass (its flags),
+# `measure(cfg) -> dict` and `show(result, console)`; it is imported when the parser is built
+# (for its Config), and only what `measure` needs beyond that (torch, docker) inside it.
 BENCHES = {
     "sandbox": ("fixrl.sandbox.bench", "tool-call latency, reset and start-up against plain `docker exec`"),
     "rollout": ("fixrl.harness.agent.bench_rollout", "episodes/min and tokens/s, batched against one at a time"),
@@ -17,12 +23,23 @@ def register(sub) -> None:
     bench = sub.add_parser("bench", help="benchmarks (ratios against an in-run baseline)")
     bench_sub = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
     for name, (module_name, help_text) in BENCHES.items():
-        p = bench_sub.add_parser(name, help=help_text)
+        module = importlib.import_module(module_name)
+        p = bench_sub.add_parser(name, help=help_text, description=module.__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("--json", action="store_true", help="print the figures as JSON")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            module = None
-        if module is not None and hasattr(module, "add_arguments"):
+        if hasattr(module, "Config"):
+            add_config_flags(p, module.Config)
+            p.set_defaults(func=lambda args, m=module: _run(m, args))
+        else:  # TODO(issue 25 merge): bench logprobs moves to Config / measure / show
             module.add_arguments(p)
-        p.set_defaults(func=lambda args, m=module_name: importlib.import_module(m).run(args))
+            p.set_defaults(func=module.run)
+
+
+def _run(module, args: argparse.Namespace) -> int:
+    cfg = module.Config(**given_fields(args, module.Config))
+    result = module.measure(cfg)
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        module.show(result, make_console())
+    return 0

@@ -2,6 +2,8 @@
 template (random weights), loadable with AutoModelForCausalLM / AutoTokenizer."""
 from __future__ import annotations
 
+from fixrl.harness.cli.errors import UserError
+
 
 def register(sub) -> None:
     p = sub.add_parser("init-tiny", help="write a tiny Qwen2-architecture checkpoint (random weights, "
@@ -17,8 +19,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from fixrl.harness.cli import UserError
-    from fixrl.harness.agent.tiny import init_tiny
+    from fixrl.harness.agent.tiny import init_tiny  # torch and transformers
 
     try:
         path = init_tiny(args.dir, hidden_size=args.hidden_size, num_layers=args.layers, num_heads=args.heads,

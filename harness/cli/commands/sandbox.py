@@ -1,6 +1,10 @@
 """fixrl sandbox build-image | cleanup."""
 from __future__ import annotations
 
+from fixrl.sandbox import DEFAULT_IMAGE
+from fixrl.sandbox.image import build_image as build
+from fixrl.sandbox.image import verify_image
+
 
 def register(sub) -> None:
     p = sub.add_parser("sandbox", help="sandbox images and containers")
@@ -20,28 +24,16 @@ def register(sub) -> None:
 
 
 def build_image(args) -> int:
-    from fixrl.harness.cli import UserError
-    from fixrl.sandbox import DEFAULT_IMAGE, SandboxError
-    from fixrl.sandbox.image import build_image as build, verify_image
-
     tag = args.tag or DEFAULT_IMAGE
-    try:
-        built = build(tag, force=args.force, mirror=args.mirror)
-        version = verify_image(tag)
-    except SandboxError as e:
-        raise UserError(str(e)) from None
+    built = build(tag, force=args.force, mirror=args.mirror)
+    version = verify_image(tag)
     print(f"{tag}: {'built' if built else 'already present'} ({version.replace(chr(10), ', ')})")
     return 0
 
 
 def cleanup(args) -> int:
-    from fixrl.harness.cli import UserError
-    from fixrl.sandbox import SandboxError
-    from fixrl.sandbox.docker import cleanup as remove_all
+    from fixrl.sandbox.docker import cleanup as remove_all  # the docker SDK, only for this command
 
-    try:
-        n = remove_all(session=args.session)
-    except SandboxError as e:
-        raise UserError(str(e)) from None
+    n = remove_all(session=args.session)
     print(f"removed {n} fixrl container(s)")
     return 0

@@ -37,7 +37,7 @@ def _local(gym, chosen, n, env, policy):
 def _assert_same_or_error(on_ray, local):
     """Each episode as in one process, or ended as error; none scored as a failure for a fault."""
     assert len(on_ray) == len(local)
-    for x, y in zip(on_ray, local):
+    for x, y in zip(on_ray, local, strict=True):
         if x.errored:
             assert x.reward == 0.0 and x.info.error and x.info.hidden_pass is None
         else:

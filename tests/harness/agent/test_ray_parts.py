@@ -17,7 +17,7 @@ from fixrl.envs import EnvConfig
 from fixrl.envs.types import Malformed, StepResult, ToolCall
 from fixrl.harness.agent.ray_envside import FILE_SECONDS, deadlines, same_observation
 from fixrl.harness.agent.ray_worker import pack_tree, portable, rebase, unpack_tree
-from fixrl.sandbox import reaper
+from fixrl.sandbox import SandboxConfig, SandboxConfigError, reaper
 from fixrl.tasks.suites import BUILTIN_SUITE
 from raykit import processes_under
 
@@ -42,7 +42,8 @@ def test_a_git_task_ships_its_commit_without_history(tmp_path):
     src = tmp_path / "src"
     (src / "tests").mkdir(parents=True)
     (src / "calc.py").write_text("def add(a, b):\n    return a + b\n")
-    (src / "tests" / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n")
+    (src / "tests" / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n"
+                                                "    assert add(1, 2) == 3\n")
     git = ["git", "-C", str(src), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(["git", "init", "-q", str(src)], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
@@ -146,7 +147,5 @@ def test_sweep_cleans_only_dead_owners(tmp_path):
 
 @pytest.mark.parametrize("bad", [{"ray_retries": -1}, {"ray_call_margin": 0}, {"ray": ""}])
 def test_bad_cluster_settings_name_the_field(bad):
-    from fixrl.sandbox import SandboxConfig, SandboxConfigError
-
     with pytest.raises(SandboxConfigError, match=next(iter(bad))):
         SandboxConfig(**bad).validate()

@@ -11,11 +11,14 @@ import sys
 import pytest
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
+from fixrl.evals.run import EvalResult, load_trajectories_gz
 from fixrl.harness.agent.envside import ClusterError
 from fixrl.harness.agent.local import LocalRollouts
 from fixrl.harness.agent.policies.scripted import ScriptedPolicy
+from fixrl.harness.agent.ray_pool import WorkerPool
 from fixrl.harness.agent.ray_rollouts import RayRollouts
 from fixrl.harness.agent.rollouts import open_rollouts
+from fixrl.harness.cli import build_parser, main
 from fixrl.sandbox import SandboxConfig, SandboxConfigError
 from fixrl.tasks.suites import BUILTIN_SUITE, GYM_SUITE
 from raykit import comparable, left_behind, wait_clean
@@ -39,17 +42,13 @@ def _heldout_ids(gym) -> list[str]:
 def test_scripted_eval_on_the_cluster_equals_one_process(ray_cluster, gym, tmp_path, capsys):
     """`fixrl eval --ray ADDRESS` gives the pass@k and the trajectories of the same command
     without --ray: the same episodes, observations, rewards and episode records."""
-    from fixrl.evals.run import EvalResult, load_trajectories_gz
-    from fixrl.harness.cli import main
-
-    tasks = [a for i in _heldout_ids(gym) for a in ("--task", i)]
     common = ["eval", "--policy", "oracle", "--suite", str(GYM_SUITE), "-n", "2", "-k", "1,2", "--rename",
-              "--no-progress", "--json", *tasks]
+              "--no-progress", "--json", "--task", ",".join(_heldout_ids(gym))]
     assert main([*common, "--out", str(tmp_path / "ray"), "--ray", ray_cluster.address]) == 0
     assert main([*common, "--out", str(tmp_path / "local"), "--pool-size", "6"]) == 0
     capsys.readouterr()
-    on_ray, local = ({k: v for k, v in EvalResult.load(tmp_path / x).to_dict().items() if k not in ("seconds", "created")}
-                     for x in ("ray", "local"))
+    on_ray, local = ({k: v for k, v in EvalResult.load(tmp_path / x).to_dict().items()
+                      if k not in ("seconds", "created")} for x in ("ray", "local"))
     assert on_ray == local and on_ray["overall"]["pass@1"]["mean"] == 1.0
     a = load_trajectories_gz(tmp_path / "ray" / "trajectories.jsonl.gz")
     b = load_trajectories_gz(tmp_path / "local" / "trajectories.jsonl.gz")
@@ -88,18 +87,15 @@ def test_interrupted_run_releases_every_sandbox(ray_cluster, gym):
         seen.append(traj)
         raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
-        with RayRollouts(gym, EnvConfig(rename=True), SandboxConfig(ray=ray_cluster.address)) as rollouts:
-            rollouts.run(ScriptedPolicy("oracle"), chosen, 3, seed=0, progress=interrupt)
+    with pytest.raises(KeyboardInterrupt), \
+            RayRollouts(gym, EnvConfig(rename=True), SandboxConfig(ray=ray_cluster.address)) as rollouts:
+        rollouts.run(ScriptedPolicy("oracle"), chosen, 3, seed=0, progress=interrupt)
     assert len(seen) == 1
     left = left_behind(ray_cluster.root, [], docker=False)   # closing waited for the workers
     assert not any(left.values()), left
 
 
 def test_a_cluster_that_cannot_serve_is_a_clear_error(ray_cluster, monkeypatch, capsys):
-    from fixrl.harness.agent.ray_pool import WorkerPool
-    from fixrl.harness.cli import main
-
     assert main(["eval", "--policy", "oracle", "--suite", str(GYM_SUITE), "-n", "1", "-k", "1",
                  "--no-progress", "--ray", "127.0.0.1:1"]) == 2
     err = capsys.readouterr().err
@@ -115,15 +111,14 @@ def test_a_cluster_that_cannot_serve_is_a_clear_error(ray_cluster, monkeypatch, 
 
 def test_config_and_cli_carry_the_setting(tmp_path, capsys):
     """--ray reaches every job's sandbox config (no cluster needed to see it)."""
-    from fixrl.harness.cli import main
-
     assert main(["grpo", "--model", "m", "--suite", "s", "--out", str(tmp_path / "r"), "--ray", "auto",
-                 "--print-config"]) == 0
-    assert json.loads(capsys.readouterr().out)["ray"] == "auto"
-    from fixrl.harness.cli import build_parser
-
+                 "--ray-retries", "5", "--print-config"]) == 0
+    sandbox = json.loads(capsys.readouterr().out)["sandbox"]
+    assert (sandbox["ray"], sandbox["ray_retries"]) == ("auto", 5)
     for argv in (["eval", "--policy", "oracle", "--ray", "auto"], ["probe", "--policy", "oracle", "--ray", "auto"],
-                 ["rollout", "--policy", "oracle", "--ray", "auto"], ["demo", "--ray", "auto"]):
-        assert build_parser().parse_args(argv).ray == "auto"
+                 ["rollout", "--policy", "oracle", "--ray", "auto"]):
+        assert vars(build_parser().parse_args(argv))["sandbox.ray"] == "auto"
+    assert build_parser().parse_args(["demo", "--ray", "auto"]).ray == "auto"
+    assert build_parser().parse_args(["bench", "rollout", "--ray", "local"]).ray == "local"
     with pytest.raises(SandboxConfigError, match="ray"):
         SandboxConfig(ray=" ").validate()

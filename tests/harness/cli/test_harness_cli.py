@@ -32,8 +32,8 @@ def test_rollout_model_quiet_gz(tiny_suite_dir, tiny_model, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--policy", "telepathy"], "unknown policy 'telepathy'"),
-    (["--model", "/nonexistent/model"], "does not exist"),
+    (["--policy", "telepathy"], "'telepathy' is not one of oracle, blind, random"),
+    (["--model", "/nonexistent/model"], "--model /nonexistent/model: no such directory"),
     (["--policy", "oracle", "--task", "no-such-task"], "no-such-task"),
     (["--policy", "oracle", "-n", "0"], "-n 0"),
     (["--policy", "oracle", "--adapter", "/x"], "--adapter goes with --model"),
@@ -60,3 +60,44 @@ def test_bench_rollout_json(tiny_model, capsys):
     assert r["batched"]["prompt_tokens_from_cache"] > 3 * 300
     assert r["batched"]["lockstep"] == 3 and r["one_at_a_time"]["lockstep"] == 1
     assert r["speedup_episodes_per_min"] > 0 and r["batched"]["errors"] == 0
+
+
+@pytest.mark.parametrize("command", [
+    ["grpo", "--suite", "SUITE", "--out", "OUT", "--quiet"],
+    ["sft", "--data", "SUITE/suite.yaml", "--out", "OUT", "--quiet"],
+    ["eval", "--suite", "SUITE"],
+    ["probe", "--suite", "SUITE"],
+    ["rollout", "--suite", "SUITE", "--quiet"],
+])
+def test_a_missing_model_fails_before_torch_loads(command, tiny_suite_dir, tmp_path):
+    """The model directory is checked before torch and transformers are imported (seconds, not
+    the half minute their import takes on a loaded machine)."""
+    import subprocess
+    import sys
+
+    argv = [a.replace("SUITE", str(tiny_suite_dir)).replace("OUT", str(tmp_path / "out")) for a in command]
+    argv += ["--model", str(tmp_path / "no-model")]
+    code = ("import sys; from fixrl.harness.cli import main; rc = main(%r); "
+            "print(rc, 'torch' in sys.modules, 'transformers' in sys.modules)" % argv)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.stdout.split() == ["2", "False", "False"], run.stdout + run.stderr
+    assert f"--model {tmp_path / 'no-model'}: no such directory" in run.stderr
+
+
+def test_tables_fit_a_log_file_and_library_warnings_stay_off_screen(tmp_path):
+    """Written to a pipe, a summary table keeps its column names whole; deprecation warnings of
+    the libraries fixrl uses are not shown (they are about fixrl's code, not the user's input)."""
+    import subprocess
+    import sys
+
+    code = ("import warnings; from fixrl.harness.cli import quiet_third_parties; "
+            "from fixrl.harness.agent.transcript import make_console; from rich.table import Table; "
+            "quiet_third_parties(); warnings.warn('old api', FutureWarning); "
+            "t = Table(); [t.add_column(c) for c in ['pass@1', 'read_before_edit', 'reads_before_first_edit', "
+            "'first_edit_right', 'policy_tokens', 'exit_status_submitted', 'turns', 'tests']]; "
+            "t.add_row(*['0.50'] * 8); make_console().print(t)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    for name in ("read_before_edit", "reads_before_first_edit", "exit_status_submitted"):
+        assert name in run.stdout
+    assert "…" not in run.stdout and "FutureWarning" not in run.stderr

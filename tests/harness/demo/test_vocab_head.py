@@ -2,6 +2,8 @@
 full-vocabulary softmax of the model it leaves behind, before and after training through it."""
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -62,3 +64,27 @@ def test_data_head_needs_tied_embeddings():
     with pytest.raises(ValueError, match="tied input and output embeddings"):
         with shared_tail_rows(model, [1, 2, 3]):
             pass
+
+
+@pytest.mark.parametrize("keep_later_tokens", [False, True])
+def test_data_vocab_head_keeps_the_rows_of_later_stages(tiny_model, tmp_path, keep_later_tokens):
+    """A staged SFT's first run: tokens of the next stage's data, given to the head, keep their
+    own rows; without it they leave the run sharing one row with every unseen token."""
+    import torch
+    from safetensors.torch import load_file
+
+    from fixrl.harness.agent.trajectory import Trajectory
+    from fixrl.harness.demo.vocab_head import data_vocab_head
+    from fixrl.train.sft import SFTConfig, SFTHooks, run_sft
+
+    now, later, unseen = [100, 101, 102, 103], 555, 777
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text(json.dumps(Trajectory(task_id="a", token_ids=now, assistant_mask=[0, 1, 1, 1]).to_dict()) + "\n")
+    second.write_text(json.dumps(Trajectory(task_id="b", token_ids=[100, later], assistant_mask=[0, 1]).to_dict()) + "\n")
+    out = tmp_path / "stage1"
+    hooks = SFTHooks(output_head=data_vocab_head([str(second)] if keep_later_tokens else []))
+    run_sft(SFTConfig(model=str(tiny_model), data=[str(first)], out=str(out), full_finetune=True), hooks=hooks)
+    weights = load_file(str(out / "model.safetensors"))
+    rows = weights.get("lm_head.weight", weights["model.embed_tokens.weight"])
+    assert torch.equal(rows[unseen], rows[unseen + 1])  # the shared row
+    assert torch.equal(rows[later], rows[unseen]) is not keep_later_tokens
