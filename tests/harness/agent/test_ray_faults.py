@@ -14,6 +14,7 @@ import time
 import pytest
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
+from fixrl.envs.scripted import oracle_plan
 from fixrl.harness.agent.local import LocalRollouts
 from fixrl.harness.agent.policies.scripted import ScriptedPolicy
 from fixrl.harness.agent.ray_rollouts import RayRollouts
@@ -46,17 +47,21 @@ def _assert_same_or_error(on_ray, local):
 
 def test_a_node_joins_gets_work_and_is_killed_mid_run(ray_cluster, gym, docker_available):
     """Node C (Docker backend by its own setting, the others local) joins after the first
-    episode ends, takes episodes, and has every process SIGKILLed while it holds some: they move
-    to the other nodes and replay there; the run ends with every episode passing as locally."""
+    episode ends (the test waits for its worker to start, so that the run cannot end first),
+    takes episodes, and has every process SIGKILLed while it holds some: they move to the other
+    nodes and replay there; the run ends with every episode passing as locally."""
     chosen = gym.split("heldout")[:4]
     env = EnvConfig(rename=True)
-    policy = ScriptedPolicy("oracle", run_tests=False)   # read, edit, submit: token-exact episodes
+    # read, edit, submit (no `test` call, whose timing differs): token-exact episodes
+    policy = ScriptedPolicy("oracle-untested", plan=lambda task, env, rng: oracle_plan(task, env, run_tests=False))
     state: dict = {}
 
     with RayRollouts(gym, env, SandboxConfig(ray=ray_cluster.address)) as rollouts:
         def progress(traj):
             if "node" not in state:
                 state["node"] = ray_cluster.add_node(3, backend="docker")
+                rollouts.pool.refresh(force=True)   # as the loop's next look would, then its start
+                rollouts.pool.wait_started(120)
                 return
             w = next((w for w in rollouts.pool.workers() if w.node == state["node"].node_id), None)
             if "killed" not in state and w is not None and w.ready and w.episodes >= 1 and w.live >= 1:
