@@ -187,7 +187,8 @@ class LocalCluster:
         if not self._started:
             return
         ray = sys.modules.get("ray")
-        if ray is not None and ray.is_initialized() and ray.get_runtime_context().gcs_address == self.address:
+        if ray is not None and ray.is_initialized() and \
+                str(ray.get_runtime_context().gcs_address).endswith(f":{self.port}"):
             ray.shutdown()  # this process is a driver of the cluster: leave before it goes
         procs = _procs()
         marks = (str(self.root), f"{self.address} ", f"={self.address}", f"127.0.0.1:{self.port}")

@@ -88,7 +88,27 @@ def connect(address: str) -> Any:
         ray.init(address=address, namespace="fixrl", logging_level=logging.WARNING, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as e:
         raise ClusterError(f"--ray {address}: cannot join the Ray cluster: {e}") from None
+    _messages_to_log()
     return ray
+
+
+def _messages_to_log() -> None:
+    """Ray's driver prints the cluster's messages (a node marked dead, the autoscaler's errors)
+    on stdout from a thread of its own, and no setting turns that off (`log_to_driver` is for the
+    workers' output); stdout carries `--json` results. They go to this module's log instead (stderr).
+    Ray's private printer is replaced, if it is still where Ray 2.60 keeps it."""
+    try:
+        from ray._private import worker as ray_worker  # noqa: PLC0415 - as ray
+    except ImportError:
+        return
+    if getattr(ray_worker, "print_to_stdstream", None) is None:
+        return
+
+    def to_log(data: dict, ignore_prefix: bool = False) -> None:
+        for line in data.get("lines") or []:
+            log.warning("ray (%s): %s", data.get("pid", "?"), str(line).rstrip())
+
+    ray_worker.print_to_stdstream = to_log
 
 
 @dataclass(eq=False)

@@ -33,6 +33,7 @@ import socket
 import tarfile
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ from fixrl.tasks import Suite, Task
 from fixrl.tasks.loader import field_text
 from fixrl.tasks.materialize import copy_repo
 
+TREE_DAYS = 7
+"""Days a shipped repository stays in a node's cache unused."""
 ROOT_ENV = "FIXRL_RAY_ROOT"
 BACKEND_ENV = "FIXRL_SANDBOX_BACKEND"
 
@@ -149,7 +152,9 @@ def unpack_tree(root: Path, sha: str, payload: bytes) -> Path:
     """The tree `sha` under `root/trees/` (unpacked from `payload` unless a worker of this node
     already did); returns the repository directory."""
     dest = root / "trees" / sha
-    if not (dest / "tree").is_dir():
+    if (dest / "tree").is_dir():
+        os.utime(dest)   # in use: `sweep_node` keeps it
+    else:
         part = Path(tempfile.mkdtemp(prefix=f"{sha[:12]}-", dir=dest.parent if dest.parent.is_dir()
                                      else _mkdir(dest.parent)))
         with tarfile.open(fileobj=io.BytesIO(gzip.decompress(payload)), mode="r:") as tar:
@@ -285,5 +290,13 @@ def _check_image(docker_backend: Any, image: str) -> None:
 
 def sweep_node(names: list[str], wait_seconds: float) -> list[str]:
     """Clean this node's worker directories whose process is gone (waiting up to `wait_seconds`
-    for those in `names` to end first); a Ray task the driver runs on every node at the end."""
-    return reaper.sweep(node_root() / "workers", set(names), wait_seconds)
+    for those in `names` to end first), and, when no worker is left on the node, the trees no run
+    has used for TREE_DAYS; a Ray task the driver runs on every node at the end of a job."""
+    root = node_root()
+    cleaned = reaper.sweep(_mkdir(root / "workers"), set(names), wait_seconds)
+    if not any((root / "workers").iterdir()):
+        old = time.time() - TREE_DAYS * 86400
+        for tree in (root / "trees").iterdir() if (root / "trees").is_dir() else ():
+            if tree.stat().st_mtime < old:
+                shutil.rmtree(tree, ignore_errors=True)
+    return cleaned
