@@ -2,12 +2,13 @@
 the same run, with a scripted policy (oracle: read, edit, test, submit) on the gym suite.
 
 1. Per-tool-call latency: one episode through `LocalEnvSide` and one through `RayEnvSide` on a
-   one-node cluster, the same `read` call sent in alternating blocks (p50, p90; driver CPU per
-   call from the process's CPU time, every thread included: Ray's own and the call's).
+   one-node cluster, the same calls sent to both in alternating blocks -- `read` (a real tool
+   call) and a no-op (a malformed call, answered at once: the seam's own cost) -- p50, p90, and
+   the driver's CPU per call (the process's CPU time, every thread included: Ray's and the call's).
 2. Episodes per minute at 1, 2, 3 worker nodes (each `--slots` sandboxes) against the
-   single-process loop with as many sandboxes (the same lockstep width). Every arm runs its
-   episodes once untimed first, so that sandboxes and trees are in place (a training run keeps
-   its workers for all its steps).
+   single-process loop with as many sandboxes (the same lockstep width). Every arm first runs as
+   many episodes as its width untimed, so that sandboxes and trees are in place (a training run
+   keeps its workers for all its steps).
 3. The projection: the driver's CPU per episode (from the cluster arms) and per turn (from 1.)
    against the time an episode holds a slot (tools + check, measured on the workers): the slots
    one driver keeps busy = slot-seconds per episode / driver seconds per episode, for the gym
@@ -31,7 +32,7 @@ from typing import Any
 
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
-from fixrl.envs.types import ToolCall
+from fixrl.envs.types import Malformed, ToolCall
 from fixrl.harness.agent.bench_rollout import BenchError
 from fixrl.harness.agent.local import LocalEnvSide, LocalRollouts
 from fixrl.harness.agent.policies.scripted import ScriptedPolicy
@@ -52,10 +53,13 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 def _call_latency(suite, task, address: str, node: str, calls: int) -> dict[str, Any]:
-    env = EnvConfig(max_turns=10 ** 6)
-    call = ToolCall("read", {"path": task.file})
-    lat: dict[str, list[float]] = {"local": [], "ray": []}
-    cpu = {"local": 0.0, "ray": 0.0}
+    """Each call kind through both sides, in alternating blocks of 20: `read` (a real tool call:
+    path resolution and a file read in the sandbox) and `no-op` (a malformed call the env answers
+    at once: the seam's own cost, Ray's round trip against a thread hop)."""
+    env = EnvConfig(max_turns=10 ** 6, max_malformed=10 ** 6)
+    kinds = {"read": ToolCall("read", {"path": task.file}), "no-op": Malformed("bench")}
+    lat = {(k, s): [] for k in kinds for s in ("local", "ray")}
+    cpu = dict.fromkeys(lat, 0.0)
     workers = WorkerPool(SandboxConfig(ray=address), nodes=[node])
     with SandboxPool(1) as pool, tempfile.TemporaryDirectory(prefix="fixrl-bench-ray-") as tmp:
         sides = {"local": LocalEnvSide(suite, env, pool, Path(tmp)),
@@ -63,16 +67,18 @@ def _call_latency(suite, task, address: str, node: str, calls: int) -> dict[str,
         try:
             for side in sides.values():
                 side.start(0, task, 0).result()
-                for _ in range(10):  # warm: first calls pay for imports and connections
-                    side.step(0, call).result()
+                for call in kinds.values():  # warm: first calls pay for imports and connections
+                    for _ in range(10):
+                        side.step(0, call).result()
             for _ in range(max(1, calls // 20)):
-                for name, side in sides.items():
+                for (kind, name), xs in lat.items():
+                    side, call = sides[name], kinds[kind]
                     c0 = time.process_time()
                     for _ in range(20):
                         t0 = time.perf_counter()
                         side.step(0, call).result()
-                        lat[name].append(time.perf_counter() - t0)
-                    cpu[name] += time.process_time() - c0
+                        xs.append(time.perf_counter() - t0)
+                    cpu[kind, name] += time.process_time() - c0
             for side in sides.values():
                 side.finish(0, None).result()
         finally:
@@ -80,12 +86,14 @@ def _call_latency(suite, task, address: str, node: str, calls: int) -> dict[str,
                 side.close()
             workers.close()
     out: dict[str, Any] = {}
-    for name, xs in lat.items():
-        out[name] = {"calls": len(xs), "p50_ms": round(1e3 * _pct(xs, 0.5), 3),
-                     "p90_ms": round(1e3 * _pct(xs, 0.9), 3),
-                     "driver_cpu_per_call_ms": round(1e3 * cpu[name] / len(xs), 3)}
-    out["overhead_p50_ms"] = round(out["ray"]["p50_ms"] - out["local"]["p50_ms"], 3)
-    out["overhead_p90_ms"] = round(out["ray"]["p90_ms"] - out["local"]["p90_ms"], 3)
+    for kind in kinds:
+        row = {name: {"calls": len(lat[kind, name]), "p50_ms": round(1e3 * _pct(lat[kind, name], 0.5), 3),
+                      "p90_ms": round(1e3 * _pct(lat[kind, name], 0.9), 3),
+                      "driver_cpu_per_call_ms": round(1e3 * cpu[kind, name] / len(lat[kind, name]), 3)}
+               for name in ("local", "ray")}
+        row["overhead_p50_ms"] = round(row["ray"]["p50_ms"] - row["local"]["p50_ms"], 3)
+        row["overhead_p90_ms"] = round(row["ray"]["p90_ms"] - row["local"]["p90_ms"], 3)
+        out[kind] = row
     return out
 
 
@@ -110,7 +118,7 @@ def _projection(latency: dict, arms: list[dict]) -> dict[str, Any]:
     CPU seconds per episode (its own loop, Ray's threads and the calls' serialisation)."""
     ray_arms = [a["ray"] for a in arms]
     per_episode = statistics.median(a["driver_cpu_per_episode_ms"] for a in ray_arms) / 1e3
-    per_turn = latency["ray"]["driver_cpu_per_call_ms"] / 1e3
+    per_turn = latency["read"]["ray"]["driver_cpu_per_call_ms"] / 1e3
     turns = statistics.median(a["turns_per_episode"] for a in ray_arms)
     slot = ray_arms[0]["slot_seconds_per_episode"]
     check = ray_arms[0]["check_seconds_per_episode"]
@@ -166,14 +174,15 @@ def measure(cfg) -> dict[str, Any]:
 
 def show(r: dict[str, Any], console: Any) -> None:
     """The latency, the episode arms and the projection."""
-    lat = r["tool_call"]
-    t = Table(title=f"one `read` tool call ({lat['local']['calls']} per arm, alternating blocks)")
-    for col in ("", "p50 ms", "p90 ms", "driver CPU ms/call"):
+    t = Table(title="one tool call, local pool against Ray (alternating blocks of 20)")
+    for col in ("call", "", "p50 ms", "p90 ms", "driver CPU ms/call"):
         t.add_column(col, justify="right")
-    for name in ("local", "ray"):
-        t.add_row("local pool" if name == "local" else "through Ray", f"{lat[name]['p50_ms']:.2f}",
-                  f"{lat[name]['p90_ms']:.2f}", f"{lat[name]['driver_cpu_per_call_ms']:.2f}")
-    t.add_row("Ray's overhead", f"{lat['overhead_p50_ms']:+.2f}", f"{lat['overhead_p90_ms']:+.2f}", "")
+    for kind, lat in r["tool_call"].items():
+        for name in ("local", "ray"):
+            t.add_row(f"{kind} x{lat[name]['calls']}" if name == "local" else "",
+                      "local pool" if name == "local" else "through Ray", f"{lat[name]['p50_ms']:.2f}",
+                      f"{lat[name]['p90_ms']:.2f}", f"{lat[name]['driver_cpu_per_call_ms']:.2f}")
+        t.add_row("", "Ray's overhead", f"{lat['overhead_p50_ms']:+.2f}", f"{lat['overhead_p90_ms']:+.2f}", "")
     console.print(t)
     t = Table(title=f"scripted episodes/min, {r['suite']} suite, {r['cpus']} CPUs shared by every node")
     for col in ("worker nodes", "lockstep", "single process", "on the cluster", "ratio", "driver CPU ms/episode"):
