@@ -182,6 +182,20 @@ class LocalCluster:
         """SIGKILL every process of the node at once (a machine that dies, as far as Ray sees)."""
         _kill(self.node_pids(node), grace=0.0)
 
+    def wait_gone(self, node: LocalNode, timeout: float = 90.0) -> bool:
+        """Wait until the cluster has marked a killed node dead (its heartbeats missed, ~15 s), so
+        that a driver that looks next does not place work there; needs this process connected to
+        the cluster (False when it is not, or the node is still listed alive after `timeout`)."""
+        ray = sys.modules.get("ray")
+        if ray is None or not ray.is_initialized():
+            return False
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if not any(n["NodeID"] == node.node_id and n.get("Alive") for n in ray.nodes()):
+                return True
+            time.sleep(0.5)
+        return False
+
     def stop(self) -> None:
         """Stop every process of this cluster (found by its directory and its head's address)."""
         if not self._started:

@@ -257,6 +257,7 @@ class WorkerPool:
         """Wait until every worker being started has started or failed (at most `timeout` s)."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
+            self.refresh()   # a node that dies meanwhile takes its starting worker with it
             with self._lock:
                 self._note_started()
                 if not any(w.hello is not None and w.dead is None for w in self._workers.values()):

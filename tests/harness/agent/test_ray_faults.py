@@ -71,6 +71,7 @@ def test_a_node_joins_gets_work_and_is_killed_mid_run(ray_cluster, gym, docker_a
         on_ray = rollouts.run(policy, chosen, 4, seed=0, progress=progress)
         stats = rollouts.stats()
     assert state.get("killed"), f"node C never held episodes after finishing one: {stats}"
+    assert ray_cluster.wait_gone(state["node"])
     c = stats[state["node"].node_id]
     assert c["backend"] == "docker" and c["episodes"] >= 1 and c["lost"], c
     assert not any(t.errored for t in on_ray), [t.info.error for t in on_ray if t.errored]

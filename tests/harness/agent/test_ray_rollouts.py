@@ -109,6 +109,22 @@ def test_a_cluster_that_cannot_serve_is_a_clear_error(ray_cluster, monkeypatch, 
         open_rollouts(None, None, SandboxConfig(ray=ray_cluster.address))
 
 
+def test_a_node_that_cannot_serve_is_left_out_and_named(ray_cluster, gym):
+    """A node whose own setting is wrong (FIXRL_SANDBOX_BACKEND=podman) gets no episode: its
+    worker fails to start, the pool names why, and the run goes on the other nodes."""
+    bad = ray_cluster.add_node(1, backend="podman")
+    try:
+        with RayRollouts(gym, EnvConfig(), SandboxConfig(ray=ray_cluster.address)) as rollouts:
+            trajs = rollouts.run(ScriptedPolicy("oracle"), [gym.get(_heldout_ids(gym)[0])], 2, seed=0)
+            stats, failed = rollouts.stats(), dict(rollouts.pool._failed)
+    finally:
+        ray_cluster.kill_node(bad)
+        ray_cluster.wait_gone(bad)
+    assert all(t.reward == 1.0 for t in trajs)
+    assert stats[bad.node_id]["episodes"] == 0 and "FIXRL_SANDBOX_BACKEND='podman'" in failed[bad.node_id]
+    assert sum(s["episodes"] for s in stats.values()) == 2
+
+
 def test_config_and_cli_carry_the_setting(tmp_path, capsys):
     """--ray reaches every job's sandbox config (no cluster needed to see it)."""
     assert main(["grpo", "--model", "m", "--suite", "s", "--out", str(tmp_path / "r"), "--ray", "auto",
