@@ -538,7 +538,7 @@ class ToolEnv:
 
     def _run_check(self, agent_changes: dict[str, str | None], info: EpisodeInfo):
         from fixrl import tasks
-        from fixrl.tasks.check import clear_check_paths
+        from fixrl.tasks.judge import judge_tree
 
         with tempfile.TemporaryDirectory(prefix="fixrl-check-") as tmp:
             ws = tasks.materialize(self.task, Path(tmp) / "repo", "buggy", cache=True)
@@ -550,11 +550,8 @@ class ToolEnv:
                 else:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_text(text, encoding="utf-8")
-            clear_check_paths(self.task, ws)
-            with self._open_check_sandbox(ws) as csb:
-                if self.task.setup:  # run_check expects the state to judge ready, setup included
-                    tasks.run_setup(self.task, csb)
-                return tasks.run_check(self.task, csb, info.answer, paths_cleared=not self.task.setup)
+            # The same preparation, sandbox kind and runner as `tasks.validate` (tasks.judge).
+            return judge_tree(self.task, ws, self._open_check_sandbox, info.answer)
 
     def _open_check_sandbox(self, ws: Path) -> ContextManager[Sandbox]:
         if self._check_sandbox is not None:

@@ -19,13 +19,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fixrl.envs import EnvConfig
-from fixrl.evals.run import EvalError, evaluate, load_split
-from fixrl.harness.agent.policies import PolicyConfig
+from fixrl.evals.run import EvalError, EvalResult, evaluate, load_split
+from fixrl.harness.agent.policies import Policy, PolicyConfig
 from fixrl.harness.agent.rollouts import open_rollouts
 from fixrl.sandbox import SandboxConfig
+from fixrl.tasks import Suite
 
 
 @dataclass
@@ -179,8 +181,8 @@ def check_probe(k: int, group_size: int, tries: int, needed: int) -> None:
         raise EvalError(f"--tries and --mixed-groups must be >= 1 (got {tries}, {needed})")
 
 
-def run_probe(policy: Any, suite: Any, split: str = "train", k: int = 4, group_size: int = 6,
-              tries: int = 16, needed: int = 4, *, seed: int = 0, progress: bool = True, out: Any = None,
+def run_probe(policy: Policy | str, suite: Suite | Path | str, split: str = "train", k: int = 4, group_size: int = 6,
+              tries: int = 16, needed: int = 4, *, seed: int = 0, progress: bool = True, out: Path | str | None = None,
               **eval_kwargs: Any) -> ProbeResult:
     """k episodes per task (the same batched loop as `evaluate`; `eval_kwargs` go to it, e.g.
     `rollouts`, `task_ids`, `policy_info`), then `probe_stats`."""
@@ -190,7 +192,7 @@ def run_probe(policy: Any, suite: Any, split: str = "train", k: int = 4, group_s
     return probe_result(result, group_size, tries, needed)
 
 
-def probe_result(result: Any, group_size: int = 6, tries: int = 16,
+def probe_result(result: EvalResult, group_size: int = 6, tries: int = 16,
                  needed: int = 4) -> ProbeResult:
     """The probe's figures from an eval result (`evals.run.EvalResult`): its n episodes per task
     are the k attempts. Errored episodes are left out of each task's attempts."""

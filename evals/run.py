@@ -29,7 +29,7 @@ from fixrl.harness.agent.policies import Policy, PolicyConfig
 from fixrl.harness.agent.rollouts import Rollouts, open_rollouts
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxConfig
-from fixrl.tasks import Suite
+from fixrl.tasks import Suite, Task
 from fixrl.evals.passk import Interval, bootstrap_mean, paired_bootstrap, pass_at_k, verdict
 from fixrl.evals.stats import behaviour_stats, format_stat, is_error, is_pass
 
@@ -302,8 +302,8 @@ def score(trajectories: Sequence[Any], tasks: Sequence[Any], ks: Sequence[int], 
 # ----------------------------------------------------------------------------- running
 
 
-def load_split(suite: Any, split: str,
-               task_ids: Sequence[str] | None = None) -> tuple[Any, list[Any]]:
+def load_split(suite: Suite | Path | str, split: str,
+               task_ids: Sequence[str] | None = None) -> tuple[Suite, list[Task]]:
     """(Suite, its tasks in `split`, optionally only `task_ids`); clear errors for a missing
     suite, an empty split or an unknown task id."""
     from fixrl import tasks as tasks_pkg
@@ -348,7 +348,7 @@ def _progress(enabled: bool, total: int) -> tuple[Any, Callable[..., None] | Non
 
     def update(*args: Any, **kwargs: Any) -> None:
         traj = args[0] if args else kwargs.get("trajectory")
-        if traj is not None and getattr(traj, "info", {}).get("outcome") == "pass":
+        if traj is not None and traj.info.outcome == "pass":
             state["passes"] += 1
         bar.update(tid, advance=1, passes=state["passes"])
 

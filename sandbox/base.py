@@ -35,11 +35,12 @@ class Limits:
     """Resource limits applied to everything run inside a sandbox."""
 
     memory_mb: int = 1024
-    """Memory limit for the sandbox (Docker: the container; local: RLIMIT_AS per process)."""
+    """Memory limit for the sandbox (Docker: the container; local: the sandbox's cgroup where the
+    host allows one, else address space per process)."""
     cpus: float = 1.0
     """CPU share (Docker only; the local backend limits CPU seconds instead)."""
     pids: int = 256
-    """Maximum number of processes/threads (a fork bomb stops here)."""
+    """Maximum number of processes and threads in the sandbox (a fork bomb stops here)."""
     file_size_mb: int = 64
     """Largest file a process may write."""
     max_output_bytes: int = 64_000

@@ -42,7 +42,8 @@ import time
 from pathlib import Path
 
 from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
-from fixrl.sandbox.local import LocalSandbox, _limit_prefix, bwrap_args
+from fixrl.sandbox.cgroup import SandboxCgroup
+from fixrl.sandbox.local import LocalSandbox
 from fixrl.sandbox.server import _Capped
 
 log = logging.getLogger(__name__)
@@ -189,6 +190,9 @@ class ForkingSandbox:
 
     def __init__(self, workspace: Path, limits: Limits | None = None, *, isolation: str = "auto"):
         self.sb = LocalSandbox(workspace, limits, isolation=isolation)
+        # The zygote and its calls have a cgroup of their own (the sandbox's limits): the
+        # sandbox's own group is emptied after every `exec`.
+        self.group = SandboxCgroup.create(self.sb.limits) if self.sb.cgroup else None
         self._zygote: subprocess.Popen | None = None
         self._prelude: str | None = None
         self._buf = b""
@@ -222,6 +226,8 @@ class ForkingSandbox:
     def close(self) -> None:
         with self._lock:
             self._stop()
+            if self.group:
+                self.group.close()
         self.sb.close()
 
     def __enter__(self) -> "ForkingSandbox":
@@ -255,6 +261,7 @@ class ForkingSandbox:
                    "out": out, "timeout": float(timeout), "cpu": int(timeout) + 1}
             start = time.monotonic()
             self.forks += 1
+            before = self.sb.limit_counters(self.group)
             try:
                 assert self._zygote is not None and self._zygote.stdin is not None
                 self._zygote.stdin.write((json.dumps(req) + "\n").encode())
@@ -264,6 +271,7 @@ class ForkingSandbox:
                 self._stop()
                 raise ZygoteDied(f"the forking sandbox's interpreter died during a call: {e}") from None
             output, truncated = self._take_output(out)
+            output += self.sb.limit_note(before, output, int(reply["exit_code"]), self.group)
             return ExecResult(exit_code=int(reply["exit_code"]), output=output,
                               timed_out=bool(reply["timed_out"]),
                               seconds=time.monotonic() - start, truncated=truncated)
@@ -278,9 +286,9 @@ class ForkingSandbox:
     def _start(self, prelude: str) -> None:
         self._stop()
         sb = self.sb
-        argv = bwrap_args(sb.ws, sb.tmp, sb.bin, as_root=sb.uid is not None, network=sb.limits.network)
-        argv += _limit_prefix(sb.limits, ZYGOTE_CPU_SECONDS, sb.limits.pids, sb.uid)
-        argv += ["python", "-I", "-c", prelude + "\n" + _SERVE]
+        # The sandbox's cgroup, bubblewrap, rlimits and uid, as its commands get them.
+        argv = sb.boxed_argv(["python", "-I", "-c", prelude + "\n" + _SERVE], ZYGOTE_CPU_SECONDS, "bwrap",
+                             self.group)
         with open(self._log_path(), "ab") as log:
             try:
                 self._zygote = subprocess.Popen(argv, cwd=sb.ws, env=sb._env(), stdin=subprocess.PIPE,
@@ -335,6 +343,8 @@ class ForkingSandbox:
             os.killpg(z.pid, signal.SIGKILL)  # bwrap, and with its pid namespace all inside
         except (ProcessLookupError, PermissionError):
             pass
+        if self.group:  # and wait for them to be gone: until then they count against its limits
+            self.group.kill()
         for f in (z.stdin, z.stdout):
             try:
                 f.close()

@@ -4,10 +4,18 @@ What it does:
 - The workspace is copied into a private temporary directory; the host directory you pass is
   never modified. Commands run there (seen as /workspace under bubblewrap) with a private /tmp.
 - Every command runs in its own session with a wall-clock timeout that kills the whole process
-  group, under rlimits: CPU seconds (the timeout, rounded up), address space
-  (`Limits.memory_mb`), processes (`Limits.pids`), file size (`Limits.file_size_mb`).
-  Output is read incrementally and capped (first and last halves kept, a visible marker in
-  between), so a 100 MB print never sits in memory whole.
+  group, under rlimits: CPU seconds (the timeout, rounded up), processes (`Limits.pids`), file
+  size (`Limits.file_size_mb`). Output is read incrementally and capped (first and last halves
+  kept, a visible marker in between), so a 100 MB print never sits in memory whole.
+- Where the host lets fixrl make cgroups (root with cgroup v1, or a delegating cgroup v2 group;
+  sandbox.cgroup), each sandbox has a group of its own: `Limits.pids` processes and threads and
+  `Limits.memory_mb` of memory for the whole sandbox, so threads and subprocesses of a real test
+  suite work within them. Elsewhere memory is bounded per process by address space
+  (RLIMIT_AS, with glibc's malloc arenas capped at 2 so that threads fit). A limit a command
+  reached is said at the end of its output (`[sandbox: ...]`: counted by the cgroup, or guessed
+  from the usual messages under rlimits).
+- /tmp and /dev/shm (multiprocessing's semaphores) are private to the sandbox and emptied by
+  `reset`.
 - When bubblewrap (`bwrap`) works here (checked once per process by running Python inside
   it; otherwise a warning is logged): no network (own network namespace), own pid/ipc/uts
   namespaces (every process a command leaves behind dies when it returns), no capabilities,
@@ -23,8 +31,8 @@ What it does:
 
 What it does NOT protect against (use the Docker backend when that matters):
 - Kernel exploits: commands share the host kernel, with no seccomp filter.
-- Memory: RLIMIT_AS bounds each process, not the sandbox; `pids` processes of `memory_mb`
-  each can still exhaust the host's memory. There is no CPU share limit either.
+- Memory, without a cgroup: RLIMIT_AS bounds each process, not the sandbox; `pids` processes
+  of `memory_mb` each can still exhaust the host's memory. There is no CPU share limit.
 - Disk: files written to the workspace or /tmp are bounded per file, not in total.
 - Everything world-readable in the host's system directories is readable (e.g. /etc/passwd).
 - Without bubblewrap: no network isolation, the whole host filesystem is readable wherever
@@ -50,6 +58,7 @@ from pathlib import Path
 
 from fixrl.sandbox import server
 from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
+from fixrl.sandbox.cgroup import SandboxCgroup, unavailable_reason
 from fixrl.sandbox.workspace import Pristine, changed_candidates, diff_contents, plan_restore, read_tree
 
 log = logging.getLogger(__name__)
@@ -74,10 +83,12 @@ def _python_dirs() -> list[str]:
     return out
 
 
-def bwrap_args(ws: str, tmp: str, bindir: str, as_root: bool, network: bool = False) -> list[str]:
+def bwrap_args(ws: str, tmp: str, bindir: str, as_root: bool, network: bool = False,
+               shm: str | None = None) -> list[str]:
     """The bubblewrap command line up to the command. As root, bwrap runs privileged without
     a user namespace (the command then drops to the sandbox's uid, see `_limit_prefix`);
-    otherwise it runs unprivileged in a user namespace of its own."""
+    otherwise it runs unprivileged in a user namespace of its own. `shm`: a private host
+    directory for /dev/shm (multiprocessing's semaphores live there)."""
     args = ["bwrap", "--tmpfs", "/"]
     for d in SYSTEM_DIRS:
         if os.path.islink(d):
@@ -88,6 +99,8 @@ def bwrap_args(ws: str, tmp: str, bindir: str, as_root: bool, network: bool = Fa
              "--perms", "0755", "--dir", os.path.dirname(BIN_IN_SANDBOX)]
     args += ["--proc", "/proc", "--dev", "/dev", "--ro-bind-try", "/sys", "/sys",
              "--bind", ws, WORKDIR, "--bind", tmp, "/tmp", "--ro-bind", bindir, BIN_IN_SANDBOX]
+    if shm is not None:
+        args += ["--bind", shm, "/dev/shm"]
     # After the private /tmp: an interpreter or venv that lives under /tmp (a checkout there)
     # must not be hidden by it.
     made: set[str] = set()
@@ -122,18 +135,20 @@ os.execvp(a[6],a[6:])"""
 
 
 def _limit_prefix(limits: Limits, cpu_seconds: int, nproc: int | None,
-                  drop_to: int | None) -> list[str]:
+                  drop_to: int | None, address_space: bool = True) -> list[str]:
     """Rlimits (and, as root, the switch to the sandbox's uid with no capabilities and
     no_new_privs) applied by a small program that then execs the command: a preexec_fn is
-    not safe in a threaded host process."""
-    mem = limits.memory_mb << 20
+    not safe in a threaded host process. address_space: bound each process's address space
+    by `limits.memory_mb` (the fallback where no cgroup limits the sandbox's memory)."""
+    mem = limits.memory_mb << 20 if address_space else -1
     fsize = limits.file_size_mb << 20
     if shutil.which("prlimit") and (drop_to is None or shutil.which("setpriv")):
         pre = []
         if drop_to is not None:
             pre = ["setpriv", f"--reuid={drop_to}", f"--regid={drop_to}", "--clear-groups",
                    "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--"]
-        pre += ["prlimit", f"--as={mem}", f"--cpu={cpu_seconds}:{cpu_seconds + 1}", f"--fsize={fsize}"]
+        pre += ["prlimit", f"--as={mem if mem >= 0 else 'unlimited'}", f"--cpu={cpu_seconds}:{cpu_seconds + 1}",
+                f"--fsize={fsize}"]
         if nproc:
             pre.append(f"--nproc={nproc}")
         return pre + ["--"]
@@ -174,6 +189,20 @@ def kill_uid(uid: int) -> None:
             except ProcessLookupError:
                 pass
         time.sleep(0.005)
+
+
+_RLIMIT_SIGNS = ("can't start new thread", "Resource temporarily unavailable", "MemoryError",
+                 "Cannot allocate memory", "BlockingIOError: [Errno 11]")
+
+
+def _rlimit_guess(output: str, limits: Limits) -> str:
+    """Without a cgroup nothing counts limit hits: name the rlimits when the output shows the
+    messages they cause (a guess: the code may have failed so for its own reasons)."""
+    if not any(sign in output for sign in _RLIMIT_SIGNS):
+        return ""
+    return (f"\n[sandbox: this may be a per-process limit of this sandbox: {limits.memory_mb} MB of address "
+            f"space (Limits.memory_mb), {limits.pids} processes and threads (Limits.pids); no cgroup here "
+            f"({unavailable_reason()})]\n")
 
 
 _live: dict[int, "LocalSandbox"] = {}
@@ -220,8 +249,9 @@ class LocalSandbox:
         self.ws = os.path.join(root, "workspace")
         self.tmp = os.path.join(root, "tmp")
         self.bin = os.path.join(root, "bin")
+        self.shm = os.path.join(root, "shm")
         os.chmod(root, 0o711)
-        for d, mode in ((self.ws, 0o755), (self.tmp, 0o700), (self.bin, 0o755)):
+        for d, mode in ((self.ws, 0o755), (self.tmp, 0o700), (self.bin, 0o755), (self.shm, 0o700)):
             os.mkdir(d, mode)
             if owner and d != self.bin:
                 os.chown(d, *owner)
@@ -233,6 +263,7 @@ class LocalSandbox:
             with open(p, "w") as f:
                 f.write(f"#!/bin/sh\n{line}\n")
             os.chmod(p, 0o755)
+        self.cgroup = SandboxCgroup.create(self.limits)
         self.isolation = self._choose_isolation(isolation)
         if self.isolation == "none" and self.uid is not None:
             self._check_fallback_uid()
@@ -300,19 +331,32 @@ class LocalSandbox:
             "LANG": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTEST_ADDOPTS": "-p no:cacheprovider",
+            # Under a per-process address-space limit (no cgroup), glibc's per-thread malloc
+            # arenas (64 MB of address space each) would stop a test suite at ~14 threads.
+            **({} if self.cgroup else {"MALLOC_ARENA_MAX": "2"}),
         }
 
     def _argv(self, cmd: str, timeout: float, isolation: str | None = None) -> list[str]:
+        return self.boxed_argv(["bash", "-c", cmd], int(timeout) + 1, isolation)
+
+    def boxed_argv(self, argv: list[str], cpu_seconds: int, isolation: str | None = None,
+                   group: SandboxCgroup | None = None) -> list[str]:
+        """`argv` as this sandbox runs it: in its cgroup (or `group`; none where the host has
+        none), under bubblewrap (if used), with its rlimits and, as root, its own uid."""
         isolation = isolation or self.isolation
-        if self.uid is not None or isolation == "bwrap":
+        group = group or self.cgroup
+        if group is not None:  # the cgroup's pids.max is the limit; this is a backstop
+            nproc = self.limits.pids + 64
+        elif self.uid is not None or isolation == "bwrap":
             nproc = self.limits.pids  # per sandbox uid (root) or per user namespace (bwrap)
         else:  # same user as the host process: its other processes count too
             nproc = len(_uid_procs(os.getuid())) + self.limits.pids
-        inner = _limit_prefix(self.limits, int(timeout) + 1, nproc, self.uid) + ["bash", "-c", cmd]
+        inner = _limit_prefix(self.limits, cpu_seconds, nproc, self.uid, address_space=group is None) + argv
+        join = group.launch_prefix() if group else []
         if isolation == "bwrap":
-            return bwrap_args(self.ws, self.tmp, self.bin, as_root=self.uid is not None,
-                              network=self.limits.network) + inner
-        return inner
+            return join + bwrap_args(self.ws, self.tmp, self.bin, as_root=self.uid is not None,
+                                     network=self.limits.network, shm=self.shm) + inner
+        return join + inner
 
     def exec(self, cmd: str, timeout: float = 60.0) -> ExecResult:
         with self._lock:
@@ -323,21 +367,44 @@ class LocalSandbox:
             bad = server.bad_command(cmd)
             if bad is not None:
                 return ExecResult(**bad)
+            before = self.limit_counters()
             try:
                 res = server.run_command(
                     self._argv(cmd, timeout), cwd=self.ws, env=self._env(), timeout=timeout,
                     max_output=self.limits.max_output_bytes, on_timeout=self._kill_leftovers)
             except OSError as e:
                 raise SandboxError(f"could not start a command in the local sandbox: {e}") from e
-            if self.isolation == "none":
+            if self.isolation == "none" or self.cgroup:
                 self._kill_leftovers()
+            res["output"] += self.limit_note(before, res["output"], res["exit_code"])
             return ExecResult(**res)
 
+    def limit_counters(self, group: SandboxCgroup | None = None) -> dict[str, int]:
+        """Limit hits counted by the sandbox's cgroup (or `group`) so far (zeros without one)."""
+        group = group or self.cgroup
+        return server.limit_counters([str(d) for d in group.dirs]) if group else {}
+
+    def limit_note(self, before: dict[str, int], output: str, exit_code: int,
+                   group: SandboxCgroup | None = None) -> str:
+        """What to add to a command's output about the limits it reached: counted by the cgroup
+        (or `group`), or, under per-process rlimits, guessed from the output's usual messages."""
+        group = group or self.cgroup
+        if group:
+            dirs = [str(d) for d in group.dirs]
+            note = server.limit_note(before, self.limit_counters(group), server.limit_maxima(dirs))
+        else:
+            note = _rlimit_guess(output, self.limits)
+        return note + server.signal_note(exit_code)
+
     def _kill_leftovers(self) -> None:
-        # Under bwrap the pid namespace dies with the command; as root every process of the
-        # sandbox's uid is found and killed. A non-root host without bwrap cannot tell its
-        # own processes from the sandbox's: background processes that left the process
-        # group survive there (documented above).
+        # Under bwrap the pid namespace dies with the command, but its processes die a moment
+        # later and, until then, count against the cgroup's limit: with a cgroup, everything
+        # still in it is killed and waited for. As root every process of the sandbox's uid is
+        # found and killed. A non-root host without bwrap or a cgroup cannot tell its own
+        # processes from the sandbox's: background processes that left the process group
+        # survive there (documented above).
+        if self.cgroup is not None:
+            self.cgroup.kill()
         if self.uid is not None and self.isolation != "bwrap":
             kill_uid(self.uid)
 
@@ -422,6 +489,7 @@ class LocalSandbox:
             self._check_open()
             self._kill_leftovers()
             server.clear_dir(self.tmp)
+            server.clear_dir(self.shm)
             if workspace is not None:
                 self._pristine = Pristine(read_tree(Path(workspace)))
                 self._load()
@@ -444,6 +512,8 @@ class LocalSandbox:
                 return
             self._closed = True
             self._kill_leftovers()
+            if self.cgroup:
+                self.cgroup.close()
             shutil.rmtree(self._root, ignore_errors=True)
             with _live_lock:
                 _live.pop(id(self), None)

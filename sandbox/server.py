@@ -169,52 +169,11 @@ def run_command(argv: list[str], *, cwd: str, env: dict[str, str], timeout: floa
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, close_fds=True)
     _limit_child(proc.pid, cpu_seconds, oom_first)
-    fd = proc.stdout.fileno()
-    os.set_blocking(fd, False)
     out = _Capped(max_output)
-    deadline = start + timeout
     code: int | None = None
-    exited_at: float | None = None
     timed_out = False
     try:
-        while True:
-            now = time.monotonic()
-            if now >= deadline and code is None:
-                timed_out = True
-                break
-            wait = min(deadline - now, 0.02 if code is not None else 0.25)
-            try:
-                ready, _, _ = select.select([fd], [], [], max(wait, 0))
-            except InterruptedError:
-                ready = []
-            eof = False
-            if ready:
-                try:
-                    chunk = os.read(fd, CHUNK)
-                except BlockingIOError:
-                    chunk = None
-                if chunk is None:
-                    pass
-                elif not chunk:
-                    eof = True
-                else:
-                    out.add(chunk)
-            if code is None:
-                code = _poll(proc.pid)
-                if code is not None:
-                    exited_at = time.monotonic()
-            if code is not None and (eof or time.monotonic() - exited_at > EXIT_GRACE):
-                break
-            if eof and code is None:
-                # Output closed; the process is exiting, or lives on without output.
-                pause = 0.0001
-                while code is None and time.monotonic() < deadline:
-                    time.sleep(pause)
-                    pause = min(pause * 2, 0.01)
-                    code = _poll(proc.pid)
-                if code is None:
-                    timed_out = True
-                break
+        code, timed_out = _pump(proc, out, start + timeout)
     finally:
         if timed_out:
             kill_group(proc.pid)
@@ -236,6 +195,52 @@ def run_command(argv: list[str], *, cwd: str, env: dict[str, str], timeout: floa
         "seconds": time.monotonic() - start,
         "truncated": out.dropped > 0,
     }
+
+
+def _pump(proc: subprocess.Popen, out: _Capped, deadline: float) -> tuple[int | None, bool]:
+    """Read the command's output into `out` until it has exited and closed its output (or a
+    grace period after its exit), or the deadline: (exit code or None, timed out)."""
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    code: int | None = None
+    exited_at: float | None = None
+    while True:
+        now = time.monotonic()
+        if now >= deadline and code is None:
+            return None, True
+        eof = _read_ready(fd, out, min(deadline - now, 0.02 if code is not None else 0.25))
+        if code is None:
+            code = _poll(proc.pid)
+            if code is not None:
+                exited_at = time.monotonic()
+        if code is not None and (eof or time.monotonic() - exited_at > EXIT_GRACE):
+            return code, False
+        if eof and code is None:
+            # Output closed; the process is exiting, or lives on without output.
+            pause = 0.0001
+            while code is None and time.monotonic() < deadline:
+                time.sleep(pause)
+                pause = min(pause * 2, 0.01)
+                code = _poll(proc.pid)
+            return code, code is None
+
+
+def _read_ready(fd: int, out: _Capped, wait: float) -> bool:
+    """One read of `fd` if it becomes readable within `wait` seconds; True at end of file."""
+    try:
+        ready, _, _ = select.select([fd], [], [], max(wait, 0))
+    except InterruptedError:
+        return False
+    if not ready:
+        return False
+    try:
+        chunk = os.read(fd, CHUNK)
+    except BlockingIOError:
+        return False
+    if not chunk:
+        return True
+    out.add(chunk)
+    return False
 
 
 def bad_command(cmd: str) -> dict | None:
@@ -268,6 +273,96 @@ def _limit_child(pid: int, cpu_seconds: int | None, oom_first: bool) -> None:
                 f.write("1000")
     except OSError:
         pass  # it already exited
+
+
+# ----------------------------------------------------------------------------- limits
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def own_cgroup_dirs() -> list[str]:
+    """This process's cgroup directories that hold pids or memory limit files (inside a
+    container: the container's own group, mounted at the hierarchy's root)."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        ctls = parts[1].split(",") if parts[1] else [""]
+        for ctl in ctls:
+            if ctl not in ("", "pids", "memory"):
+                continue
+            base = os.path.join(CGROUP_ROOT, ctl) if ctl else CGROUP_ROOT
+            for d in (os.path.join(base, parts[2].lstrip("/")), base):
+                if any(os.path.exists(os.path.join(d, n)) for n in ("pids.max", "memory.max", "memory.limit_in_bytes")):
+                    if d not in out:
+                        out.append(d)
+                    break
+    return out
+
+
+def _keyed(path: str) -> dict[str, str]:
+    try:
+        with open(path) as f:
+            return dict(line.split(None, 1) for line in f.read().splitlines() if " " in line)
+    except OSError:
+        return {}
+
+
+def limit_counters(dirs: list[str]) -> dict[str, int]:
+    """How often the groups' limits were hit so far: `pids` (process or thread starts refused),
+    `oom_kill` (processes the memory limit killed)."""
+    out = {"pids": 0, "oom_kill": 0}
+    for d in dirs:
+        for name, key, field in (("pids.events", "pids", "max"), ("memory.events", "oom_kill", "oom_kill"),
+                                 ("memory.oom_control", "oom_kill", "oom_kill")):
+            value = _keyed(os.path.join(d, name)).get(field)
+            if value is not None and value.strip().isdigit():
+                out[key] += int(value)
+    return out
+
+
+def limit_maxima(dirs: list[str]) -> dict[str, str]:
+    """The groups' limits as set: `pids` (a number or "max"), `memory` (bytes or "max")."""
+    out: dict[str, str] = {}
+    for d in dirs:
+        for key, name in (("pids", "pids.max"), ("memory", "memory.max"), ("memory", "memory.limit_in_bytes")):
+            try:
+                with open(os.path.join(d, name)) as f:
+                    out.setdefault(key, f.read().strip())
+            except OSError:
+                continue
+    return out
+
+
+def limit_note(before: dict[str, int], after: dict[str, int], maxima: dict[str, str]) -> str:
+    """Lines that say which of the sandbox's limits a command reached ('' for none)."""
+    notes = []
+    refused = after.get("pids", 0) - before.get("pids", 0)
+    if refused > 0:
+        notes.append(f"[sandbox: the process limit ({maxima.get('pids', '?')} processes and threads) was "
+                     f"reached during this command: {refused} process or thread start(s) were refused]")
+    killed = after.get("oom_kill", 0) - before.get("oom_kill", 0)
+    if killed > 0:
+        mem = maxima.get("memory", "")
+        size = f"{int(mem) >> 20} MB" if mem.isdigit() else mem or "?"
+        notes.append(f"[sandbox: the memory limit ({size}) was reached during this command: the kernel "
+                     f"killed {killed} process(es)]")
+    return "".join("\n" + n for n in notes) + ("\n" if notes else "")
+
+
+def signal_note(exit_code: int) -> str:
+    """A line for a command killed by the CPU-time or file-size rlimit ('' otherwise)."""
+    if exit_code == 128 + signal.SIGXCPU:
+        return "\n[sandbox: the CPU time limit was reached (the command's timeout, in CPU seconds)]\n"
+    if exit_code == 128 + signal.SIGXFSZ:
+        return "\n[sandbox: the file size limit was reached]\n"
+    return ""
 
 
 # ----------------------------------------------------------------------------- files
@@ -464,26 +559,34 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+def _exec(req: dict) -> dict:
+    kwargs = dict(cwd=req.get("cwd", "/"), env=req["env"], timeout=float(req["timeout"]),
+                  max_output=int(req["max_output"]), cpu_seconds=req.get("cpu_seconds"),
+                  oom_first=True)
+    try:
+        return run_command(req["argv"], **kwargs)
+    except BlockingIOError:
+        if not _IS_INIT:
+            raise
+        # The pids limit is exhausted by processes earlier commands left running (a fork
+        # bomb in the background): kill them all so the sandbox stays usable, and say so.
+        kill_all()
+        res = run_command(req["argv"], **kwargs)
+        res["output"] = ("[sandbox: process limit reached; every process left running by "
+                         "earlier commands was killed]\n" + res["output"])
+        return res
+
+
 def handle(req: dict) -> dict:
     op = req.get("op")
     if op == "ping":
         return {"pid": os.getpid(), "uid": os.getuid()}
     if op == "exec":
-        kwargs = dict(cwd=req.get("cwd", "/"), env=req["env"], timeout=float(req["timeout"]),
-                      max_output=int(req["max_output"]), cpu_seconds=req.get("cpu_seconds"),
-                      oom_first=True)
-        try:
-            return run_command(req["argv"], **kwargs)
-        except BlockingIOError:
-            if not _IS_INIT:
-                raise
-            # The pids limit is exhausted by processes earlier commands left running (a fork
-            # bomb in the background): kill them all so the sandbox stays usable, and say so.
-            kill_all()
-            res = run_command(req["argv"], **kwargs)
-            res["output"] = ("[sandbox: process limit reached; every process left running by "
-                             "earlier commands was killed]\n" + res["output"])
-            return res
+        dirs = own_cgroup_dirs()
+        before = limit_counters(dirs)
+        res = _exec(req)
+        res["output"] += limit_note(before, limit_counters(dirs), limit_maxima(dirs)) + signal_note(res["exit_code"])
+        return res
     if op == "read":
         return {"data": _b64(read_bytes(req["path"], int(req["max_bytes"])))}
     if op == "read_many":

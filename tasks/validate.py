@@ -6,12 +6,19 @@
   not a usage error or a missing command);
 - fix tasks: the check FAILS on the buggy state and PASSES on the fixed state;
   question tasks: the check PASSES with the reference answer and FAILS with a wrong (empty) one;
-- each state is judged `repeats` times (after a workspace reset each time): the same verdict
-  every time, else the task is flagged flaky. A check that times out makes the task invalid.
+- each state is judged `repeats` times: the same verdict every time, else the task is flagged
+  flaky. A check that times out makes the task invalid.
+
+The public tests run in a sandbox of the agent's kind (`pool.acquire`); every check runs through
+`tasks.judge.judge_tree` in the pool's check sandboxes (`pool.check_sandbox`: reused forking
+sandboxes on the local backend, a new container on Docker), exactly as rollouts judge an
+episode, so that a valid task is one whose reference fix passes in training.
 """
 from __future__ import annotations
 
+import functools
 import re
+import shutil
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -19,7 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from fixrl.tasks.check import CheckResult, parse_pytest_command, run_check
+from fixrl.tasks.check import CheckResult, parse_pytest_command
+from fixrl.tasks.judge import judge_tree
 from fixrl.tasks.loader import TaskError, field_text, load_suite_lenient
 from fixrl.tasks.materialize import materialize, run_setup
 from fixrl.tasks.schema import Suite, Task
@@ -73,47 +81,55 @@ def _public_tests(task: Task, sb) -> str | None:
     return None
 
 
-def _judge(task: Task, pool: "SandboxPool", run: _Run, repeats: int,
-           public: bool) -> tuple[list[CheckResult], list[str]]:
-    """Run the check `repeats` times on one state: (results, problems). Raises SandboxError."""
+def _public_problems(task: Task, pool: "SandboxPool", tree: Path) -> list[str]:
+    """Why the public test command does not run on `tree` in an agent's kind of sandbox
+    (setup included). Raises SandboxError."""
+    with pool.acquire(tree, image=task.image) as sb:
+        try:
+            run_setup(task, sb)
+        except TaskError as e:
+            return [str(e)]
+        problem = _public_tests(task, sb)
+        return [problem] if problem else []
+
+
+def _judge(task: Task, pool: "SandboxPool", run: _Run, repeats: int) -> tuple[list[CheckResult], list[str]]:
+    """Judge one state `repeats` times in the check sandboxes rollouts use (`tasks.judge`):
+    (results, problems). Raises SandboxError."""
     from fixrl.sandbox.base import SandboxError
 
     results: list[CheckResult] = []
-    problems: list[str] = []
-    with pool.acquire(run.workspace, image=task.image) as sb:
-        for i in range(repeats):
-            if i:
-                sb.reset()
-            try:
-                run_setup(task, sb)
-            except TaskError as e:
-                return results, problems + [str(e)]
-            if public and i == 0:
-                problem = _public_tests(task, sb)
-                if problem:
-                    problems.append(problem)
-            res = run_check(task, sb, run.answer)
-            if res.outcome == "error":
-                raise SandboxError(res.reason)
-            results.append(res)
-            if res.timed_out:
-                break  # K timeouts in a row would only cost K times the time
-    return results, problems
+    open_check = functools.partial(pool.check_sandbox, image=task.image)
+    tree = run.workspace.with_name(run.workspace.name + "-check")  # judge_tree clears check paths in it
+    if not tree.exists():
+        shutil.copytree(run.workspace, tree, symlinks=True)
+    for _ in range(repeats):
+        try:
+            res = judge_tree(task, tree, open_check, run.answer)
+        except TaskError as e:
+            return results, [str(e)]
+        if res.outcome == "error":
+            raise SandboxError(res.reason)
+        results.append(res)
+        if res.timed_out:
+            break  # K timeouts in a row would only cost K times the time
+    return results, []
 
 
 def _judge_retrying(task: Task, pool: "SandboxPool", run: _Run, repeats: int, public: bool,
                     reasons: list[str]) -> list[CheckResult]:
-    """`_judge`, once more on a fresh sandbox if the sandbox itself failed."""
+    """`_judge` (after the public tests, for the first state), once more if the sandbox itself failed."""
     from fixrl.sandbox.base import SandboxError
 
     last: Exception | None = None
     for _ in range(2):
         try:
-            results, problems = _judge(task, pool, run, repeats, public)
+            problems = _public_problems(task, pool, run.workspace) if public else []
+            results, more = _judge(task, pool, run, repeats)
         except SandboxError as e:
             last = e
             continue
-        reasons.extend(problems)
+        reasons.extend(problems + more)
         return results
     reasons.append(f"sandbox error on the {run.label} (after a retry): {last}")
     return []

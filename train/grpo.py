@@ -43,8 +43,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from fixrl.harness.agent.policies import Policy, TimedPolicy
 from fixrl.harness.agent.rollouts import Rollouts
+from fixrl.tasks import Suite
 from fixrl.train.config import GRPOConfig, dotted_names
+from fixrl.train.sampler import DynamicSampler, SampleBatch
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +129,7 @@ def _mean(xs: list[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def rollout_metrics(batch: Any, G: int) -> dict[str, Any]:
+def rollout_metrics(batch: SampleBatch, G: int) -> dict[str, Any]:
     """What the policy did in every episode sampled for this step (kept or not)."""
     sampled = batch.sampled
     scored = [t for t in sampled if t.info.outcome != "error"]
@@ -363,7 +366,7 @@ class RunLog:
                     self.tb.add_scalar(k, v, row["step"])
             self.tb.flush()
 
-    def trajectories(self, step: int, batch: Any, advantages: dict[int, float]) -> Path:
+    def trajectories(self, step: int, batch: SampleBatch, advantages: dict[int, float]) -> Path:
         d = self.out / "trajectories"
         d.mkdir(exist_ok=True)
         path = d / f"step_{step:06d}.jsonl.gz"
@@ -432,7 +435,7 @@ def prepare_run(cfg: GRPOConfig, resume: bool, overrides: dict[str, Any] | None 
 # ----------------------------------------------------------------------------- evaluation
 
 
-def heldout_eval(policy: Any, suite: Any, cfg: GRPOConfig, rollouts: Rollouts, step: int) -> dict[str, Any]:
+def heldout_eval(policy: Policy, suite: Suite, cfg: GRPOConfig, rollouts: Rollouts, step: int) -> dict[str, Any]:
     """pass@1 on the held-out split (same environment settings, the policy's temperature), with
     the same seed every time so successive evaluations see the same renamings. `rollouts`: the
     training run's own sandboxes, with the evaluation's episode settings."""
@@ -494,7 +497,7 @@ def load_learner(cfg: GRPOConfig, start_step: int) -> Learner:
     return Learner(model, tok, optimizer, scheduler, scaler, reference)
 
 
-def restore(learner: Learner, sampler: Any, ckpt: Path) -> None:
+def restore(learner: Learner, sampler: DynamicSampler, ckpt: Path) -> None:
     """Load a checkpoint's optimizer, scheduler, scaler, sampler and RNG states."""
     import torch
 
@@ -526,7 +529,7 @@ def load_run_suite(cfg: GRPOConfig) -> tuple[Any, list[Any], bool]:
     return suite, train_tasks, do_eval
 
 
-def sample_and_update(this: int, cfg: GRPOConfig, learner: Learner, sampler: Any, policy: Any,
+def sample_and_update(this: int, cfg: GRPOConfig, learner: Learner, sampler: DynamicSampler, policy: TimedPolicy,
                       rollouts: Rollouts, run: "_RunState") -> tuple[dict[str, Any], Any, dict[int, float]]:
     """One step's sampling and update: (metrics row, the sampled batch, advantage by id(traj)).
     The update and the run's record of it run with Ctrl-C deferred, so neither is half done."""
@@ -564,11 +567,9 @@ def check_overrides(overrides: dict[str, Any] | None) -> None:
 def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | None = None,
              console: Any = None) -> dict[str, Any]:
     """Train; returns a summary. `overrides` (with resume) may change only RESUMABLE_OVERRIDES."""
-    from fixrl.harness.agent.policies import TimedPolicy
     from fixrl.harness.agent.policies.hf import HFPolicy
     from fixrl.harness.agent.rollouts import open_rollouts
     from fixrl.train.model import is_peft
-    from fixrl.train.sampler import DynamicSampler
 
     check_overrides(overrides)
     cfg, start_step = prepare_run(cfg, resume, overrides)
@@ -635,14 +636,14 @@ class _RunState:
     """The step the run has reached and what a checkpoint of it holds: the RNG and sampler
     states as they were right after that step's update (not after its evaluation)."""
 
-    def __init__(self, out: Path, cfg: GRPOConfig, learner: Learner, start_step: int, sampler: Any) -> None:
+    def __init__(self, out: Path, cfg: GRPOConfig, learner: Learner, start_step: int, sampler: DynamicSampler) -> None:
         self.out, self.cfg, self.learner = out, cfg, learner
         self.step = self.last_saved = start_step
         self.snapshot = {"rng": rng_state(), "sampler": sampler.state_dict()}
         self.pending: dict[str, Any] | None = None
         """The metrics row of a step not yet written (an interrupt in its evaluation writes it)."""
 
-    def stepped(self, step: int, sampler: Any, row: dict[str, Any]) -> None:
+    def stepped(self, step: int, sampler: DynamicSampler, row: dict[str, Any]) -> None:
         self.step, self.pending = step, row
         self.snapshot = {"rng": rng_state(), "sampler": sampler.state_dict()}
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from fixrl.tasks import Task
+
 SCRIPTED_POLICIES = ("oracle", "blind", "random")
 
 
@@ -142,7 +144,7 @@ class Policy(Protocol):
         """Make the following generations reproducible."""
         ...
 
-    def start(self, task: Any, env: Any, seed: int) -> Any:
+    def start(self, task: Task, env: Any, seed: int) -> Any:
         """Called once per episode after `env.reset()`; the result comes back as `GenRequest.state`."""
         ...
 

@@ -22,7 +22,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fixrl.harness.agent.policies import GenRequest, Generation
+import torch
+from fixrl.harness.agent.policies import Generation, GenRequest
+from fixrl.tasks import Task
 
 
 def _check_model_dir(model_path: Path) -> None:
@@ -180,6 +182,15 @@ def free_cores() -> int:
     return max(1, min(cores, cores - max(0, running - own)))
 
 
+def _cut_at_end_of_turn(toks: list[int], lps: list[float], cap: int, eot: int) -> Generation:
+    """A row's sampled ids and log-probs through its first end-of-turn token (stopped), or its
+    first `cap` (cut off)."""
+    for j, t in enumerate(toks[:cap]):
+        if t == eot:
+            return Generation(token_ids=toks[: j + 1], logprobs=lps[: j + 1], stopped=True)
+    return Generation(token_ids=toks[:cap], logprobs=lps[:cap], stopped=False)
+
+
 class HFPolicy:
     """A causal LM policy. `temperature=0` (or `greedy=True`) decodes greedily."""
 
@@ -271,7 +282,7 @@ class HFPolicy:
     def seed(self, seed: int) -> None:
         self._generator.manual_seed(seed)
 
-    def start(self, task: Any, env: Any, seed: int) -> Any:
+    def start(self, task: Task, env: Any, seed: int) -> Any:
         return _KVState() if self.reuse_cache else None
 
     def generate(self, requests: list[GenRequest]) -> list[Generation]:
@@ -286,47 +297,70 @@ class HFPolicy:
     # ------------------------------------------------------------------ internals
 
     def _generate_batch(self, requests: list[GenRequest]) -> list[Generation]:
-        import torch
-        from transformers import GenerationConfig, LogitsProcessorList
+        ids, mask, width = self._left_padded(requests)
+        limit = max(1, max(r.max_new_tokens for r in requests))
+        states = [r.state if isinstance(r.state, _KVState) else None for r in requests]
+        past = self._past(requests, states, width)
+        sampler = _Sampler(self.greedy, self._generator)
+        result = self._run_generate(ids, mask, past, limit, sampler)
+        new = result.sequences[:, width:].cpu()                          # [B, steps]
+        logps = torch.stack(sampler.steps, dim=1).cpu()                  # [B, steps]
+        if logps.shape != new.shape:
+            raise RuntimeError(f"recorded {tuple(logps.shape)} log-probs for {tuple(new.shape)} tokens")
+        out: list[Generation] = []
+        for row, r in enumerate(requests):
+            gen = _cut_at_end_of_turn(new[row].tolist(), logps[row].tolist(), max(1, r.max_new_tokens), self.eot_id)
+            out.append(gen)
+            if states[row] is not None:
+                self._keep(states[row], result.past_key_values, row, width, r.prompt_ids, gen.token_ids)
+        return out
 
+    def _left_padded(self, requests: list[GenRequest]) -> tuple[Any, Any, int]:
+        """ids [B, W] and attention mask [B, W], left-padded: every row's next token is at column W."""
         lengths = [len(r.prompt_ids) for r in requests]
         if min(lengths) == 0:
             raise ValueError("empty prompt")
         width = max(lengths)
         ids = torch.full((len(requests), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(requests), width), dtype=torch.long)
-        for row, r in enumerate(requests):  # left padding: every row's next token is at column `width`
+        for row, r in enumerate(requests):
             ids[row, width - len(r.prompt_ids):] = torch.tensor(r.prompt_ids, dtype=torch.long)
             mask[row, width - len(r.prompt_ids):] = 1
-        limit = max(1, max(r.max_new_tokens for r in requests))
-        states = [r.state if isinstance(r.state, _KVState) else None for r in requests]
-        past = self._past(requests, states, width)
+        return ids, mask, width
 
-        processors: list[Any] = []
-        if not self.greedy:
-            from transformers import TemperatureLogitsWarper, TopPLogitsWarper
+    def _generation_config(self, limit: int) -> Any:
+        """Every sampling field set explicitly: generate() fills unset (None) fields from the
+        checkpoint's generation_config.json (Qwen2.5-Instruct's says top_k=20,
+        repetition_penalty=1.1), which would make the recorded log-probs lie about the sampler.
+        Temperature, top-p and the sampling itself run as our own processors (see _Sampler);
+        generate() then decodes greedily, which picks the token _Sampler drew (top_k=50 is the
+        library default, given only to silence a warning: greedy decoding ignores it).
+        min_new_tokens stays unset: 0 would make generate() add a no-op minimum-length
+        processor that still masks the whole [B, V] scores every step (8% of a CPU step)."""
+        from transformers import GenerationConfig
 
-            if self.temperature != 1.0:
-                processors.append(TemperatureLogitsWarper(self.temperature))
-            if self.top_p < 1.0:
-                processors.append(TopPLogitsWarper(self.top_p))
-        sampler = _Sampler(self.greedy, self._generator)
-        processors.append(sampler)
-        # Every sampling field is set explicitly: generate() fills unset (None) fields from the
-        # checkpoint's generation_config.json (Qwen2.5-Instruct's says top_k=20,
-        # repetition_penalty=1.1), which would make the recorded log-probs lie about the sampler.
-        # Temperature, top-p and the sampling itself run as our own processors (see _Sampler);
-        # generate() then decodes greedily, which picks the token _Sampler drew (top_k=50 is
-        # the library default, given only to silence a warning: greedy decoding ignores it).
-        # min_new_tokens stays unset: 0 would make generate() add a no-op minimum-length
-        # processor that still masks the whole [B, V] scores every step (8% of a CPU step).
-        config = GenerationConfig(
+        return GenerationConfig(
             do_sample=False, temperature=1.0, top_p=1.0, top_k=50, min_p=None, typical_p=1.0,
             epsilon_cutoff=0.0, eta_cutoff=0.0, repetition_penalty=1.0, no_repeat_ngram_size=0,
             max_new_tokens=limit, min_new_tokens=None, min_length=0, eos_token_id=[self.eot_id], pad_token_id=self.pad_id,
             bos_token_id=None, num_beams=1, use_cache=True, renormalize_logits=False,
             return_dict_in_generate=True,
         )
+
+    def _processors(self, sampler: "_Sampler") -> Any:
+        from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
+
+        processors: list[Any] = []
+        if not self.greedy:
+            if self.temperature != 1.0:
+                processors.append(TemperatureLogitsWarper(self.temperature))
+            if self.top_p < 1.0:
+                processors.append(TopPLogitsWarper(self.top_p))
+        processors.append(sampler)
+        return LogitsProcessorList(processors)
+
+    def _run_generate(self, ids: Any, mask: Any, past: Any, limit: int, sampler: "_Sampler") -> Any:
+        """model.generate in eval mode, no grad, with the CPU threads this call gets (restored after)."""
         was_training = self.model.training
         threads = torch.get_num_threads()
         on_cpu = torch.device(self.device).type == "cpu"
@@ -338,36 +372,14 @@ class HFPolicy:
                 if threads != want:
                     torch.set_num_threads(want)
             with torch.no_grad():
-                result = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                                             generation_config=config, past_key_values=past,
-                                             logits_processor=LogitsProcessorList(processors))
+                return self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                           generation_config=self._generation_config(limit), past_key_values=past,
+                                           logits_processor=self._processors(sampler))
         finally:
             if on_cpu and torch.get_num_threads() != threads:
                 torch.set_num_threads(threads)
             if was_training:
                 self.model.train()
-        seqs = result.sequences                                           # [B, width + steps]
-        new = seqs[:, width:].cpu()                                       # [B, steps]
-        logps = torch.stack(sampler.steps, dim=1).cpu()                   # [B, steps]
-        if logps.shape != new.shape:
-            raise RuntimeError(f"recorded {tuple(logps.shape)} log-probs for {tuple(new.shape)} tokens")
-
-        out: list[Generation] = []
-        for row, r in enumerate(requests):
-            toks = new[row].tolist()
-            lps = logps[row].tolist()
-            cap = max(1, r.max_new_tokens)
-            stopped = False
-            for j, t in enumerate(toks[:cap]):
-                if t == self.eot_id:
-                    toks, lps, stopped = toks[: j + 1], lps[: j + 1], True
-                    break
-            else:
-                toks, lps = toks[:cap], lps[:cap]
-            out.append(Generation(token_ids=toks, logprobs=lps, stopped=stopped))
-            if states[row] is not None:
-                self._keep(states[row], result.past_key_values, row, width, r.prompt_ids, toks)
-        return out
 
     def _past(self, requests: list[GenRequest], states: list[_KVState | None], width: int) -> Any:
         """The batch's cache built from its episodes' caches, or None (nothing to reuse).

@@ -14,7 +14,8 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
-from fixrl.harness.agent.policies import SCRIPTED_POLICIES, GenRequest, Generation
+from fixrl.harness.agent.policies import SCRIPTED_POLICIES, Generation, GenRequest
+from fixrl.tasks import Task
 
 PlanFactory = Callable[[Any, Any, random.Random], Any]
 """(task, env view, rng) -> a plan with `next_call(observation) -> ToolCall` (`envs.scripted`)."""
@@ -43,7 +44,7 @@ class ScriptedPolicy:
     def seed(self, seed: int) -> None:
         self._seed = seed
 
-    def start(self, task: Any, env: Any, seed: int) -> Any:
+    def start(self, task: Task, env: Any, seed: int) -> Any:
         from fixrl.envs import scripted
 
         # The episode's seed mixed with the policy's own, so two scripted runs with different

@@ -3,6 +3,7 @@ virtual environment, it puts one top-level package, `fixrl`, in the environment,
 built-in suites as package data, and runs `fixrl --help` and a scripted rollout."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -15,9 +16,16 @@ REPO = Path(__file__).resolve().parents[3]
 
 @pytest.mark.slow
 def test_wheel_installs_one_namespace_and_runs(tmp_path):
-    dist = tmp_path / "dist"
+    # Built from a copy of the tracked files: setuptools writes build/ into the tree it builds.
+    src, dist = tmp_path / "src", tmp_path / "dist"
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,
+                           capture_output=True, text=True).stdout.split("\n")
+    for rel in filter(None, files):
+        if (REPO / rel).is_file():
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, src / rel)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
-                    str(REPO)], check=True, capture_output=True, text=True, timeout=300)
+                    str(src)], check=True, capture_output=True, text=True, timeout=300)
     (wheel,) = dist.glob("fixrl-*.whl")
     env = tmp_path / "venv"
     subprocess.run([sys._base_executable, "-m", "venv", str(env)], check=True, timeout=120)
