@@ -9,9 +9,10 @@ and workspace it makes lands there) can be watched by a reaper:
 The reaper is a small detached process (it survives its owner, and a kill of the owner's
 process group or of its parent) that waits for the owner's death, then removes what the owner
 left: Docker containers carrying the owner's session label, the processes of its local
-sandboxes (bubblewrap processes naming the directory, processes of the sandboxes' own uids),
-and the directory itself. `sweep(root)` does the same for every dead owner under `root`: what a
-reaper could not do because the whole machine went down with it.
+sandboxes (bubblewrap processes naming the directory, processes of the sandboxes' own uids,
+what is in their cgroups) and those cgroups, and the directory itself. `sweep(root)` does the
+same for every dead owner under `root`: what a reaper could not do because the whole machine
+went down with it.
 
 A Ray worker node uses this for its environment workers (harness.agent.ray_worker): a worker
 killed with SIGKILL, its node's processes killed, or the driver's death (Ray then kills the
@@ -23,6 +24,7 @@ by its start time, read from /proc (Linux only).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -137,6 +139,33 @@ def kill_leftovers(owner_dir: Path) -> int:
     return killed
 
 
+def remove_cgroups(pid: int, root: Path = Path("/sys/fs/cgroup")) -> int:
+    """Kill what is left in the cgroups of process `pid`'s local sandboxes (sandbox.cgroup names
+    them `fixrl-PID-N`) and remove them; returns how many were removed."""
+    prefix = f"fixrl-{pid}-"
+    groups = []
+    for dirpath, dirnames, _ in os.walk(root):
+        groups += [Path(dirpath, d) for d in dirnames if d.startswith(prefix)]
+        dirnames[:] = [d for d in dirnames if not d.startswith(prefix)]
+    removed = 0
+    for group in sorted(groups, key=lambda p: -len(p.parts)):
+        for _ in range(20):
+            try:
+                pids = [int(x) for x in (group / "cgroup.procs").read_text().split()]
+            except (OSError, ValueError):
+                pids = []
+            for p in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(p, signal.SIGKILL)
+            try:
+                group.rmdir()
+                removed += 1
+                break
+            except OSError:
+                time.sleep(0.05)
+    return removed
+
+
 def remove_containers(session: str) -> int:
     """Remove the Docker containers of one sandbox session label; 0 when no daemon answers."""
     try:
@@ -154,8 +183,9 @@ def clean_owner(owner_dir: Path) -> dict:
     rec = read_owner(owner_dir) or {}
     containers = remove_containers(rec["session"]) if rec.get("docker") and rec.get("session") else 0
     killed = kill_leftovers(owner_dir)
+    groups = remove_cgroups(int(rec["pid"])) if rec.get("pid") else 0
     shutil.rmtree(owner_dir, ignore_errors=True)
-    return {"containers": containers, "processes": killed, "removed": not owner_dir.exists()}
+    return {"containers": containers, "processes": killed, "cgroups": groups, "removed": not owner_dir.exists()}
 
 
 def sweep(root: Path, wait_for: set[str] | None = None, wait_seconds: float = 0.0) -> list[str]:

@@ -17,7 +17,7 @@ from fixrl.envs import EnvConfig
 from fixrl.envs.types import Malformed, StepResult, ToolCall
 from fixrl.harness.agent.ray_envside import FILE_SECONDS, deadlines, same_observation
 from fixrl.harness.agent.ray_worker import pack_tree, portable, rebase, unpack_tree
-from fixrl.sandbox import SandboxConfig, SandboxConfigError, reaper
+from fixrl.sandbox import SandboxConfig, SandboxConfigError, cgroup, reaper
 from fixrl.tasks.suites import BUILTIN_SUITE
 from raykit import processes_under
 
@@ -121,13 +121,20 @@ def test_the_reaper_cleans_after_a_killed_owner(tmp_path):
         assert len(sandboxes) == 1
         busy = processes_under(owner)   # the reaper, and the sandbox's command under bubblewrap
         assert len(busy) >= 2, busy
+        if not cgroup.unavailable_reason():   # the sandbox's own cgroup, where the host gives one
+            assert _groups_of(proc.pid)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     end = time.monotonic() + 30
-    while time.monotonic() < end and (owner.exists() or processes_under(owner)):
+    while time.monotonic() < end and (owner.exists() or processes_under(owner) or _groups_of(proc.pid)):
         time.sleep(0.2)
-    assert not owner.exists() and processes_under(owner) == []
+    assert not owner.exists() and processes_under(owner) == [] and _groups_of(proc.pid) == []
+
+
+def _groups_of(pid: int) -> list[str]:
+    return [os.path.join(d, n) for d, names, _ in os.walk("/sys/fs/cgroup") for n in names
+            if n.startswith(f"fixrl-{pid}-")]
 
 
 def test_sweep_cleans_only_dead_owners(tmp_path):
