@@ -145,3 +145,51 @@ def test_the_drivers_death_leaves_nothing_on_the_nodes(ray_cluster, docker_avail
     left = wait_clean(ray_cluster.root, sessions, docker=True, seconds=60)
     assert not any(left.values()), left
     assert not (tmp_path / "out" / "results.json").exists()
+
+
+_OPS = '''"""Small helpers."""
+
+
+def clamp(x, lo, hi):
+    return max(lo, min(x, hi))
+'''
+_PUBLIC = "from ops import clamp\n\n\ndef test_inside():\n    assert clamp(5, 0, 10) == 5\n"
+_HIDDEN = ("from ops import clamp\n\n\ndef test_clamp():\n    assert clamp(-3, 0, 10) == 0\n"
+           "    assert clamp(30, 0, 10) == 10\n")
+
+
+class _KillAtTurn(ScriptedPolicy):
+    """The oracle, which kills one worker (a real actor kill) right after generating turn `turn`."""
+
+    def __init__(self, turn: int, kill):
+        super().__init__("oracle")
+        self.turn, self.kill, self.calls = turn, kill, 0
+
+    def generate(self, requests):
+        out = super().generate(requests)
+        self.calls += 1
+        if self.calls == self.turn:
+            self.kill()
+        return out
+
+
+def test_a_replay_that_sees_something_else_ends_as_error(ray_cluster, tmp_path):
+    """The task's setup writes a random line into the file the agent reads, so an episode cannot
+    be replayed: the episode whose worker is killed after its read ends as `error` (never a fail),
+    the one on the other worker passes."""
+    root = write_mutant_suite(tmp_path / "s", source=_OPS, public_tests=_PUBLIC, hidden_tests=_HIDDEN,
+                              picks=[("clamp-minmax", "clamp", "swap_minmax", None)],
+                              suite={"name": "noisy", "defaults": {
+                                  "repo": "repo", "file": "ops.py", "public_tests": "python -m pytest -q tests",
+                                  "setup": ["python -c \"import random; open('ops.py', 'a').write('# %d\\n' % "
+                                            "random.getrandbits(64))\""]}})
+    suite = tasks_pkg.load_suite(root)
+    with RayRollouts(suite, EnvConfig(), SandboxConfig(ray=ray_cluster.address)) as rollouts:
+        victim = rollouts.pool.workers()[0]   # the first episode starts there
+        policy = _KillAtTurn(2, lambda: rollouts.pool._lose(victim, "killed by the test"))
+        first, second = rollouts.run(policy, suite.tasks, 2, seed=0)
+    assert first.errored and "cannot be replayed" in first.info.error and first.reward == 0.0
+    assert first.info.hidden_pass is None
+    assert second.info.outcome == "pass" and second.reward == 1.0
+    left = wait_clean(ray_cluster.root, [], docker=False)
+    assert not any(left.values()), left
