@@ -20,6 +20,7 @@ from fixrl.harness.agent.policies.scripted import ScriptedPolicy
 from fixrl.harness.agent.ray_rollouts import RayRollouts
 from fixrl.sandbox import SandboxConfig
 from fixrl.tasks.suites import GYM_SUITE
+from minisuite import write_mutant_suite
 from raykit import comparable, containers, owner_records, wait_clean
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
