@@ -314,10 +314,10 @@ class WorkerPool:
 
     # ---- what the episodes need on a worker
 
-    def prepare(self, w: WorkerHandle, side: str, open_side: Callable[[WorkerHandle], None], task: Task,
-                deadline: float) -> str:
+    def prepare(self, w: WorkerHandle, side: str | None, open_side: Callable[[WorkerHandle], None] | None,
+                task: Task, deadline: float) -> str:
         """Make `w` ready for an episode of `task` in `side` (its tree, the task, the side's
-        settings), sending each once; returns the task's token."""
+        settings; no side for a TaskMap call), sending each once; returns the task's token."""
         sha, ref, token, lite = self._task_entry(task)
         with w.prepare_lock:
             if sha not in w.trees:
@@ -326,7 +326,7 @@ class WorkerPool:
             if token not in w.tasks:
                 w.call("add_task", token, lite, sha, deadline=deadline)
                 w.tasks.add(token)
-            if side not in w.sides:
+            if side is not None and side not in w.sides:
                 open_side(w)
                 w.sides.add(side)
         return token

@@ -267,6 +267,11 @@ class EnvWorker:
     def exec(self, side: str, key: int, cmd: str, timeout: float) -> ExecResult:
         return self._sides[side].env(key).sb.exec(cmd, timeout)
 
+    # ---- one function of a task and this node's sandboxes (harness.agent.ray_map)
+
+    def apply(self, fn: Any, token: str, *args: Any) -> Any:
+        return fn(self._tasks[token], self.pool, *args)
+
     # ---- the end
 
     def shutdown(self) -> None:
