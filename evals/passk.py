@@ -17,6 +17,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 
 def _check_int(name: str, value: object) -> int:
     # bool is an int subclass; True as "n" is a caller bug, not a count.
@@ -79,7 +81,6 @@ def bootstrap_mean(values: Sequence[float], *, level: float = 0.95, samples: int
     """Mean of per-task values with a percentile bootstrap interval over tasks (seeded).
 
     One task gives a zero-width interval: there is no spread between tasks to resample."""
-    import numpy as np
 
     x = np.asarray(values, dtype=np.float64)  # [T]
     if x.ndim != 1 or len(x) == 0:
@@ -98,7 +99,6 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, level: float = 0
                      samples: int = 10_000, seed: int = 0) -> Interval:
     """Mean of b - a over the same tasks, with a bootstrap interval that resamples tasks and
     keeps each task's pair together (so the shared task difficulty cancels)."""
-    import numpy as np
 
     xa = np.asarray(a, dtype=np.float64)
     xb = np.asarray(b, dtype=np.float64)

@@ -28,6 +28,7 @@ from fixrl.harness.agent.policies import Policy, PolicyConfig
 from fixrl.harness.agent.rollouts import open_rollouts
 from fixrl.sandbox import SandboxConfig
 from fixrl.tasks import Suite
+from fixrl.tasks.suites import BUILTIN_SUITE
 
 
 @dataclass
@@ -252,6 +253,5 @@ def run_probe_job(cfg: ProbeConfig, progress: bool = True) -> ProbeResult:
 
 
 def _builtin_suite():
-    from fixrl.tasks.suites import BUILTIN_SUITE  # package data
 
     return BUILTIN_SUITE

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fixrl.evals.run import EvalError, EvalResult
+
 
 class ReportError(ValueError):
     """The path given is not a training run or eval results directory (the message says why)."""
@@ -142,11 +144,11 @@ def _series(m: Metrics, key: str, xs: list[float]) -> tuple[list[float], list[fl
 
 def plot_training(run_dir: Path, out_dir: Path) -> list[tuple[Panel, list[str], Path]]:
     """One PNG per panel that has data: left against step, right against episodes sampled."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - matplotlib only when a plot is drawn (seconds to import)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - matplotlib only when a plot is drawn (seconds to import)
+    from matplotlib.ticker import MaxNLocator  # noqa: PLC0415 - matplotlib only when a plot is drawn (seconds to import)
 
     m = load_metrics(metrics_file(run_dir))
     keys = _all_keys(m.rows)
@@ -216,10 +218,10 @@ def training_summary(run_dir: Path, made: list[tuple[Panel, list[str], Path]],
 
 def plot_eval(results: dict[str, Any], out_dir: Path, name: str = "pass_per_task.png") -> Path:
     """Horizontal bars of each task's pass@1 (and its largest pass@k behind it)."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - matplotlib only when a plot is drawn (seconds to import)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - matplotlib only when a plot is drawn (seconds to import)
 
     tasks = results.get("tasks") or []
     ks = sorted(int(k) for k in results.get("ks", [1]))
@@ -285,7 +287,6 @@ def report(path: Path, out: Path | None = None) -> Path:
         # The trainer's held-out evaluations (evals/step_N/results.json): the last one per task.
         evals = sorted((path / "evals").glob("*/results.json")) if (path / "evals").is_dir() else []
         if evals:
-            from fixrl.evals.run import EvalError, EvalResult
 
             try:
                 last = EvalResult.load(evals[-1])
@@ -295,7 +296,6 @@ def report(path: Path, out: Path | None = None) -> Path:
             except EvalError as e:
                 text += f"\n(last held-out evaluation unreadable: {e})\n"
     elif (path / "results.json").is_file():
-        from fixrl.evals.run import EvalResult
 
         result = EvalResult.load(path)
         png = plot_eval(result.to_dict(), out_dir)

@@ -24,14 +24,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
+from fixrl.evals.passk import Interval, bootstrap_mean, paired_bootstrap, pass_at_k, verdict
+from fixrl.evals.stats import behaviour_stats, format_stat, is_error, is_pass
 from fixrl.harness.agent.policies import Policy, PolicyConfig
 from fixrl.harness.agent.rollouts import Rollouts, open_rollouts
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxConfig
 from fixrl.tasks import Suite, Task
-from fixrl.evals.passk import Interval, bootstrap_mean, paired_bootstrap, pass_at_k, verdict
-from fixrl.evals.stats import behaviour_stats, format_stat, is_error, is_pass
+from fixrl.tasks.suites import BUILTIN_SUITE
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 RESULTS_FORMAT = 1
 
@@ -77,7 +80,6 @@ def run_eval(cfg: EvalConfig, progress: bool = True) -> EvalResult:
 
 
 def _builtin_suite() -> Path:
-    from fixrl.tasks.suites import BUILTIN_SUITE  # the suites are package data, absent in a stripped install
 
     return BUILTIN_SUITE
 
@@ -118,7 +120,7 @@ class TaskResult:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TaskResult":
+    def from_dict(cls, d: dict[str, Any]) -> TaskResult:
         pa = {k: v for k, v in d.items() if k.startswith("pass@")}
         return cls(task_id=d["task_id"], family=d.get("family"), kind=d.get("kind", "fix"),
                    episodes=int(d["episodes"]), errors=int(d.get("errors", 0)),
@@ -155,7 +157,7 @@ class EvalResult:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "EvalResult":
+    def from_dict(cls, d: dict[str, Any]) -> EvalResult:
         return cls(policy=d.get("policy", {}), suite=d.get("suite", "?"), split=d.get("split", "?"),
                    n=int(d["n"]), ks=[int(k) for k in d["ks"]], seed=int(d.get("seed", 0)),
                    tasks=[TaskResult.from_dict(t) for t in d["tasks"]], overall=d["overall"],
@@ -164,7 +166,7 @@ class EvalResult:
                    seconds=float(d.get("seconds", 0.0)), created=d.get("created", ""))
 
     @classmethod
-    def load(cls, path: Path | str) -> "EvalResult":
+    def load(cls, path: Path | str) -> EvalResult:
         """From an eval output directory or its results.json."""
         p = Path(path)
         f = p / "results.json" if p.is_dir() else p
@@ -306,7 +308,6 @@ def load_split(suite: Suite | Path | str, split: str,
                task_ids: Sequence[str] | None = None) -> tuple[Suite, list[Task]]:
     """(Suite, its tasks in `split`, optionally only `task_ids`); clear errors for a missing
     suite, an empty split or an unknown task id."""
-    from fixrl import tasks as tasks_pkg
 
     if isinstance(suite, (str, Path)):
         path = Path(suite)
@@ -339,7 +340,6 @@ def _progress(enabled: bool, total: int) -> tuple[Any, Callable[..., None] | Non
     """A rich progress bar and the callback the agent loop calls as episodes finish."""
     if not enabled:
         return None, None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     bar = Progress(TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[passes]} passed"), TimeElapsedColumn(), transient=False)
@@ -417,7 +417,6 @@ def save_trajectories_gz(trajs: Sequence[Any], path: Path) -> Path:
 
 
 def load_trajectories_gz(path: Path) -> list[Any]:
-    from fixrl.harness.agent.trajectory import Trajectory
 
     with gzip.open(path, "rt", encoding="utf-8") as f:
         return [Trajectory.from_dict(json.loads(line)) for line in f if line.strip()]

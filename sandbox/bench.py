@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from fixrl.sandbox import DEFAULT_IMAGE, open_sandbox
 from fixrl.sandbox.config import SandboxConfigError
+from rich.table import Table
 
 TARGET_EXEC_RATIO = 8.0
 TARGET_RESET_MS = 150.0
@@ -115,7 +116,7 @@ def measure(cfg: Config) -> dict:
                     cli = _timed(lambda: subprocess.run(["docker", "exec", cid, "true"],
                                                         capture_output=True, check=True), k)
                     res["docker_exec_cli_p50_ms"] = _pct(cli, 0.5)
-                    from fixrl.sandbox.docker import client  # the docker SDK: only when Docker is measured
+                    from fixrl.sandbox.docker import client  # noqa: PLC0415 - the docker SDK, only when Docker is measured
 
                     api = client().api
 
@@ -141,7 +142,6 @@ def _docker_ok() -> bool:
 
 def show(res: dict[str, Any], con: Any) -> None:
     """The figures as a table and the two targets' verdicts, on a rich console."""
-    from rich.table import Table
 
     t = Table(title=f"fixrl bench sandbox ({res['backend']}, {res['files']}-file repository)")
     t.add_column("measure")

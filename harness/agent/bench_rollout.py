@@ -30,6 +30,7 @@ from fixrl.harness.agent.policies import TimedPolicy
 from fixrl.harness.agent.tiny import cache_dir, init_tiny, make_tiny_suite
 from fixrl.sandbox import SandboxConfig
 from fixrl.tasks.check import PRELUDE
+from rich.table import Table
 
 
 class BenchError(ValueError):
@@ -113,7 +114,7 @@ def measure(cfg: Config) -> dict[str, Any]:
         from fixrl.harness.agent import bench_ray  # noqa: PLC0415
 
         return bench_ray.measure(cfg)
-    from fixrl.harness.agent.policies.hf import HFPolicy  # torch and transformers
+    from fixrl.harness.agent.policies.hf import HFPolicy  # noqa: PLC0415 - torch and transformers, only when the bench runs
 
     cfg.validate()
     with tempfile.TemporaryDirectory(prefix="fixrl-bench-rollout-") as tmp:
@@ -143,7 +144,8 @@ def measure(cfg: Config) -> dict[str, Any]:
     batched["all_seconds"] = [r["seconds"] for r in batches]
     return {
         "model": str(model), "device": str(policy.device),
-        "torch_threads_generating": (policy.cpu_threads or "auto (free cores)") if policy.device.type == "cpu" else None,
+        "torch_threads_generating": (policy.cpu_threads or "auto (free cores)")
+        if policy.device.type == "cpu" else None,
         "cpus": os.cpu_count(), "max_new_tokens": cfg.max_new_tokens, "turns_per_episode": cfg.turns,
         "backend": cfg.backend, "repeats": cfg.repeats, "one_at_a_time": one, "batched": batched,
         "speedup_episodes_per_min": round(batched["episodes_per_min"] / one["episodes_per_min"], 2),
@@ -154,9 +156,7 @@ def measure(cfg: Config) -> dict[str, Any]:
 
 
 def show(result: dict[str, Any], console: Any) -> None:
-    """The two arms and their ratios as a table."""
-    from rich.table import Table
-
+    """The two arms and their ratios as a table (or the cluster benchmark's, bench_ray)."""
     if "tool_call" in result:
         from fixrl.harness.agent import bench_ray  # noqa: PLC0415 - see measure
 

@@ -11,6 +11,8 @@ import warnings
 
 from fixrl.harness.cli.errors import UserError, describe
 
+__all__ = ["UserError", "build_parser", "main", "quiet_third_parties"]
+
 COMMAND_MODULES = [
     "sandbox",   # fixrl sandbox build-image | cleanup
     "tasks",     # fixrl tasks validate | new | generate | import-swebench | export-swebench

@@ -26,7 +26,7 @@ _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def field_docs(cls: type) -> dict[str, str]:
     """Field name -> its docstring (the string literal under the field), for a dataclass and
     its bases."""
@@ -40,9 +40,9 @@ def field_docs(cls: type) -> dict[str, str]:
             continue
         body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
         for node, nxt in zip(body, body[1:]):
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
-                    isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str):
-                docs[node.target.id] = " ".join(nxt.value.value.split())
+            doc = nxt.value.value if isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) else None
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(doc, str):
+                docs[node.target.id] = " ".join(doc.split())
     return docs
 
 
@@ -101,13 +101,15 @@ def parse_value(hint: Any, raw: str, where: str) -> Any:
             try:
                 return opt(text)
             except ValueError:
-                raise ValueError(f"{where}: expected {'an integer' if opt is int else 'a number'}, got {raw!r}") from None
+                kind = "an integer" if opt is int else "a number"
+                raise ValueError(f"{where}: expected {kind}, got {raw!r}") from None
         if origin in (list, tuple) and ("," in text or str not in opts):
             item = (typing.get_args(opt) or (str,))[0]
             values = [parse_value(item, x, where) for x in text.split(",") if x.strip()]
             return tuple(values) if origin is tuple else values
     values = _literal_values(hint)
-    if values is not None and text not in values and not any(o is str or callable(o) for o in opts if typing.get_origin(o) is not Literal):
+    free = any(o is str or callable(o) for o in opts if typing.get_origin(o) is not Literal)  # any text will do
+    if values is not None and text not in values and not free:
         raise ValueError(f"{where}: {raw!r} is not one of {', '.join(map(str, values))}")
     return text
 

@@ -30,9 +30,9 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
+from fixrl.envs.types import EpisodeInfo, ToolCall
 from fixrl.harness.agent.chat import parse_tool_calls
 from fixrl.harness.agent.trajectory import Trajectory
-from fixrl.envs.types import EpisodeInfo, ToolCall
 
 _WORD = re.compile(r"\b[a-z]{4,}\b")
 
@@ -112,7 +112,8 @@ def path_excerpt(traj: Trajectory, tokenizer: Any, path: str) -> Trajectory | No
     return Trajectory(task_id=traj.task_id, token_ids=context_ids + reply_ids,
                       assistant_mask=[0] * len(context_ids) + in_loss,
                       turn_spans=[(len(context_ids), len(context_ids) + len(reply_ids))],
-                      reward=traj.reward, info=EpisodeInfo(task_id=traj.task_id, extra={"excerpt_of": traj.task_id, "path": path}))
+                      reward=traj.reward,
+                      info=EpisodeInfo(task_id=traj.task_id, extra={"excerpt_of": traj.task_id, "path": path}))
 
 
 def path_excerpts(trajs: list[Trajectory], tokenizer: Any, copies: int, seed: int) -> list[Trajectory]:

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 _OLD_KEY = 'old": "'
 _PATH_KEY = '"path": "'
 
@@ -84,7 +86,6 @@ def path_span(token_ids: list[int], turn_spans: list[tuple[int, int]], tokenizer
 def read_use(model: Any, tokenizer: Any, trajectories: list[Any], family_of: dict[str, str | None]) -> ReadUse:
     """Teacher-force `model` (a causal LM) on informed `trajectories` (`Trajectory`), whose task's
     family `family_of[task_id]` gives; see the module docstring."""
-    import torch
 
     old_key = tokenizer(_OLD_KEY, add_special_tokens=False)["input_ids"]
     hits: dict[str, list[bool]] = {}

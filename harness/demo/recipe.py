@@ -27,10 +27,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-from transformers import AutoTokenizer
-from transformers.utils import logging as hf_logging
-
 from fixrl import tasks as tasks_pkg
 from fixrl.envs.scripted import OraclePlan
 from fixrl.evals.probe import run_probe
@@ -50,6 +46,9 @@ from fixrl.harness.demo.weights import value_weights
 from fixrl.tasks.suites import GYM_SUITE
 from fixrl.train.grpo import run_grpo
 from fixrl.train.sft import SFTHooks, run_sft
+from rich.table import Table
+from transformers import AutoTokenizer
+from transformers.utils import logging as hf_logging
 
 
 def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
@@ -160,7 +159,8 @@ def _excerpt_files(cfg: DemoConfig, out: Path, model: Path, demos: Path, informe
     excerpt_file, path_file = out / "demos_excerpts.jsonl", out / "demos_paths.jsonl"
     if cfg.excerpt_copies and cfg.sft_excerpt_epochs and not excerpt_file.exists():
         trajs = load_jsonl(informed)
-        cuts = excerpts(trajs, AutoTokenizer.from_pretrained(model), cfg.excerpt_copies, cfg.excerpt_lines, cfg.seed + 9)
+        tokenizer = AutoTokenizer.from_pretrained(model)
+        cuts = excerpts(trajs, tokenizer, cfg.excerpt_copies, cfg.excerpt_lines, cfg.seed + 9)
         _write_jsonl(excerpt_file, cuts)
         console.print(f"  excerpts: {len(cuts)} of {len(trajs)} informed demonstrations")
     if cfg.path_copies and not path_file.exists():

@@ -12,7 +12,6 @@ from typing import Any
 
 from fixrl.train.sft import Example
 
-
 _VALUE_START = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)": "$')
 
 

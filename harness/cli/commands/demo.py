@@ -6,7 +6,8 @@ import dataclasses
 from pathlib import Path
 
 from fixrl.harness.cli.errors import UserError
-from fixrl.harness.cli.flags import add_config_flags, given_fields
+from fixrl.harness.cli.flags import add_config_flags, config_fields, given_fields
+from fixrl.harness.demo.config import DemoConfig, demo_grpo
 from fixrl.train.config import DEFAULT_PRESET
 
 # The demo's own fields get flags; of the nested configs, only these (under their usual names).
@@ -14,8 +15,6 @@ _NESTED_FLAGS = {"--sandbox": ("sandbox", "backend"), "--ray": ("sandbox", "ray"
 
 
 def register(sub) -> None:
-    from fixrl.harness.demo.config import DemoConfig
-
     p = sub.add_parser("demo", help="train a tiny agent end to end (SFT, probe, GRPO, eval) on the built-in suite")
     add_config_flags(p, DemoConfig, skip=_nested_fields(DemoConfig), title="DemoConfig")
     p.add_argument("--sandbox", choices=["local", "docker"], default=None,
@@ -28,14 +27,11 @@ def register(sub) -> None:
 
 
 def _nested_fields(cls) -> tuple[str, ...]:
-    from fixrl.harness.cli.flags import config_fields
-
     return tuple(f.dotted for f in config_fields(cls) if "." in f.dotted)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from fixrl.harness.demo.config import DemoConfig, demo_grpo
-    from fixrl.harness.demo.recipe import run_demo
+    from fixrl.harness.demo.recipe import run_demo  # noqa: PLC0415 - the recipe imports torch and transformers
 
     fields = {k: v for k, v in given_fields(args, DemoConfig).items() if "." not in k}
     if fields.get("path_copies", 0) < 0:

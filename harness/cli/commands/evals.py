@@ -4,6 +4,7 @@ included); loading a model happens after every cheap check has passed."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
@@ -65,7 +66,6 @@ def _config(args: argparse.Namespace, cls: type):
 
 
 def _asdict(obj) -> dict:
-    import dataclasses
 
     return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
 

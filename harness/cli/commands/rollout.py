@@ -11,6 +11,7 @@ from fixrl.harness.agent.rollouts import RolloutConfig, open_rollouts
 from fixrl.harness.agent.transcript import make_console, print_transcript, save_jsonl, summary_table
 from fixrl.harness.cli.errors import UserError
 from fixrl.harness.cli.flags import add_config_flags, given_fields, nest
+from fixrl.tasks.suites import BUILTIN_SUITE
 
 
 def register(sub) -> None:
@@ -26,7 +27,6 @@ def register(sub) -> None:
 def resolve_suite(arg: str) -> tasks.Suite:
     """A suite from a directory or the word `builtin`; UserError on a bad one."""
     if arg == "builtin":
-        from fixrl.tasks.suites import BUILTIN_SUITE  # package data
 
         path = Path(BUILTIN_SUITE)
     else:

@@ -32,7 +32,7 @@ def build_image(args) -> int:
 
 
 def cleanup(args) -> int:
-    from fixrl.sandbox.docker import cleanup as remove_all  # the docker SDK, only for this command
+    from fixrl.sandbox.docker import cleanup as remove_all  # noqa: PLC0415 - the docker SDK, only for this command
 
     n = remove_all(session=args.session)
     print(f"removed {n} fixrl container(s)")

@@ -89,7 +89,7 @@ def grpo_config_from_args(args: argparse.Namespace) -> tuple[GRPOConfig | None, 
 
 def cmd_grpo(args: argparse.Namespace) -> int:
     cfg, overrides = grpo_config_from_args(args)
-    out = Path(getattr(args, "out") or "")
+    out = Path(args.out or "")
     if args.resume:
         path = out / "checkpoint" / "config.json"
         if not path.exists():
@@ -105,7 +105,8 @@ def cmd_grpo(args: argparse.Namespace) -> int:
         if not Path(cfg.suite).is_dir():
             raise UserError(f"--suite {cfg.suite}: no such directory")
         PolicyConfig(model=cfg.model, adapter=cfg.adapter).check()
-    summary = run_grpo(cfg, resume=args.resume, overrides=overrides, console=None if args.quiet else make_console(stderr=True))
+    console = None if args.quiet else make_console(stderr=True)
+    summary = run_grpo(cfg, resume=args.resume, overrides=overrides, console=console)
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     else:
