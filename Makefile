@@ -12,7 +12,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0
-	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test,tensorboard]'
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test,tensorboard,ray]'
 	touch $@
 
 # The local sandbox isolates with bubblewrap (and refuses to run agent code as root without it).

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,34 @@ def tiny_model() -> Path:
     if not (path / "config.json").exists():
         init_tiny(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A real Ray cluster of `ray start` processes on this machine: a head without sandbox slots
+    and two worker nodes of 3 `fixrl_sandbox` slots each, with their own fixrl roots; the test
+    helper folders are on the nodes' PYTHONPATH (a reward function must be importable there).
+    Tests that add nodes kill them before they end, so every test sees these two."""
+    try:
+        import ray  # noqa: F401, PLC0415 - the optional extra; `make test` installs it
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("Ray is not installed; `make test` installs fixrl[ray]")
+        pytest.skip("Ray is not installed (pip install 'fixrl[ray]')")
+    from fixrl.harness.agent.ray_local import LocalCluster  # noqa: PLC0415 - only tests that use a cluster
+
+    tests = Path(__file__).resolve().parent
+    # Short: Ray's socket paths under it must stay within the 107 characters of a unix socket.
+    root = Path(tempfile.mkdtemp(prefix="fixrl-ray-", dir="/tmp"))
+    cluster = LocalCluster(root)
+    try:
+        cluster.start()
+        for _ in range(2):
+            cluster.add_node(3, env={"PYTHONPATH": os.pathsep.join([str(tests), str(tests / "train")])})
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 
 CHECKPOINT = "checkpoint"
 RESUMABLE_OVERRIDES = ("max_steps", "eval_steps", "save_steps", "sandbox.backend", "sandbox.image",
-                       "sandbox.pool_size", "device", "tensorboard", "keep_trajectories")
+                       "sandbox.pool_size", "sandbox.ray", "sandbox.ray_retries", "sandbox.ray_call_margin", "device", "tensorboard", "keep_trajectories")
 """What `--resume` may change (today's names; earlier ones such as `steps`, `pool_size` map to these)."""
 
 

@@ -58,6 +58,15 @@ class Config:
     """Seed of both arms' episodes."""
     repeats: int = 3
     """Runs of each arm, interleaved; each arm's fastest is reported."""
+    ray: str | None = None
+    """Measure the environment side on a Ray cluster instead (bench_ray: scripted episodes on the gym
+    suite): `local` (`ray start` processes on this machine, torn down after), `auto` or HOST:PORT."""
+    nodes: int = 3
+    """With --ray: the most worker nodes measured (1, 2, ... up to this many)."""
+    slots: int = 2
+    """With --ray local: the sandbox slots of each worker node."""
+    calls: int = 200
+    """With --ray: tool calls per arm of the latency test."""
 
     def validate(self) -> None:
         if min(self.episodes, self.batch, self.turns, self.max_new_tokens, self.repeats) < 1:
@@ -97,6 +106,11 @@ def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, back
 
 def measure(cfg: Config) -> dict[str, Any]:
     """Both arms, each `cfg.repeats` times interleaved; the fastest run of each and the ratios."""
+    if cfg.ray:
+        # Here, not above: bench_ray uses this module's BenchError (and Ray, through its pool).
+        from fixrl.harness.agent import bench_ray  # noqa: PLC0415
+
+        return bench_ray.measure(cfg)
     from fixrl.harness.agent.policies.hf import HFPolicy  # noqa: PLC0415 - torch and transformers, only when the bench runs
 
     cfg.validate()
@@ -139,7 +153,11 @@ def measure(cfg: Config) -> dict[str, Any]:
 
 
 def show(result: dict[str, Any], console: Any) -> None:
-    """The two arms and their ratios as a table."""
+    """The two arms and their ratios as a table (or the cluster benchmark's, bench_ray)."""
+    if "tool_call" in result:
+        from fixrl.harness.agent import bench_ray  # noqa: PLC0415 - see measure
+
+        return bench_ray.show(result, console)
 
     table = Table(title=f"agent loop on {Path(result['model']).name}, fastest of {result['repeats']} runs per arm "
                         f"({result['device']}, {result['cpus']} CPUs, "

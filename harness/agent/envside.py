@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fixrl.envs.types import EpisodeInfo, Malformed, StepResult, ToolCall
+from fixrl.sandbox import SandboxConfigError
 from fixrl.tasks import Task
+
+
+class ClusterError(SandboxConfigError):
+    """The cluster a run asks for (`SandboxConfig.ray`, `--ray`) cannot serve it: Ray is not
+    installed, nothing answers at the address, no node offers `fixrl_sandbox` slots. The user's
+    to fix, so never retried."""
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,10 @@ class LocalEnvSide:
         for lv in live:
             _release(lv.stack, None)
 
+    def env(self, key: int) -> ToolEnv:
+        """The ToolEnv of a live episode (a cluster worker answers its policy's view from it)."""
+        return self._env(key)
+
     def _env(self, key: int) -> ToolEnv:
         env = self._live[key].env
         assert env is not None, f"episode {key} has not started"

@@ -8,7 +8,9 @@ episodes, whatever runs their environments.
 The caller builds it once from a typed `EnvConfig` and `SandboxConfig` and keeps it for the
 whole job, so that training and its periodic evaluation share one set of sandboxes
 (`with_env` gives the same sandboxes other episode settings). `LocalRollouts` (one process,
-`harness.agent.local`) is the default and the fastest path on one machine.
+`harness.agent.local`) is the default and the fastest path on one machine; with
+`SandboxConfig.ray` set, `RayRollouts` (`harness.agent.ray_rollouts`, the `fixrl[ray]` extra)
+runs the environment side on a Ray cluster's nodes.
 """
 from __future__ import annotations
 
@@ -49,7 +51,14 @@ class Rollouts(Protocol):
 
 def open_rollouts(suite: Suite | None, env: EnvConfig | None = None, sandbox: SandboxConfig | None = None,
                   *, max_total_tokens: int | None = None) -> Rollouts:
-    """The rollouts a job's config asks for (today: episodes in this process)."""
+    """The rollouts a job's config asks for: episodes in this process, or on the Ray cluster
+    `sandbox.ray` names (ClusterError when it cannot serve)."""
+    if sandbox is not None and sandbox.ray:
+        sandbox.validate()
+        # Imports Ray (an optional extra) only for a run that asks for a cluster.
+        from fixrl.harness.agent.ray_rollouts import RayRollouts
+
+        return RayRollouts(suite, env, sandbox, max_total_tokens=max_total_tokens)
     return LocalRollouts(suite, env, sandbox, max_total_tokens=max_total_tokens)
 
 

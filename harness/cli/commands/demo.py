@@ -11,7 +11,7 @@ from fixrl.harness.demo.config import DemoConfig, demo_grpo
 from fixrl.train.config import DEFAULT_PRESET
 
 # The demo's own fields get flags; of the nested configs, only these (under their usual names).
-_NESTED_FLAGS = {"--sandbox": ("sandbox", "backend"), "--steps": ("grpo", "max_steps")}
+_NESTED_FLAGS = {"--sandbox": ("sandbox", "backend"), "--ray": ("sandbox", "ray"), "--steps": ("grpo", "max_steps")}
 
 
 def register(sub) -> None:
@@ -19,6 +19,8 @@ def register(sub) -> None:
     add_config_flags(p, DemoConfig, skip=_nested_fields(DemoConfig), title="DemoConfig")
     p.add_argument("--sandbox", choices=["local", "docker"], default=None,
                    help="sandbox backend of every stage (default local: no Docker daemon needed)")
+    p.add_argument("--ray", default=None, metavar="auto|ADDRESS",
+                   help="every stage's sandboxes on this Ray cluster (its nodes' fixrl_sandbox slots)")
     p.add_argument("--steps", type=int, default=None, help="GRPO steps (default 20; 2 with --quick)")
     p.add_argument("--preset", default=DEFAULT_PRESET, help=f"GRPO preset (default {DEFAULT_PRESET})")
     p.set_defaults(func=_run)
@@ -41,6 +43,8 @@ def _run(args: argparse.Namespace) -> int:
     cfg = DemoConfig(**fields, grpo=demo_grpo(args.preset))
     if args.sandbox is not None:
         cfg = dataclasses.replace(cfg, sandbox=dataclasses.replace(cfg.sandbox, backend=args.sandbox))
+    if args.ray is not None:
+        cfg = dataclasses.replace(cfg, sandbox=dataclasses.replace(cfg.sandbox, ray=args.ray))
     if args.steps is not None:
         cfg.grpo = cfg.grpo.updated(max_steps=args.steps)
     run_demo(cfg)

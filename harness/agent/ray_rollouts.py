@@ -1,0 +1,82 @@
+"""RayRollouts: the `Rollouts` seam over a Ray cluster (`SandboxConfig.ray`, `--ray auto|ADDRESS`).
+
+    with open_rollouts(suite, env_config, SandboxConfig(ray="auto")) as rollouts:   # this class
+        trajs = rollouts.run(policy, tasks, n=8, seed=0)
+
+The policy, generation and trajectories stay in this process, batched in lockstep as with
+`LocalRollouts`; each episode's sandbox start-up, tool calls and hidden check run in a worker on
+one of the cluster's nodes (`harness.agent.ray_worker`), each node with its own sandbox pool
+of its `fixrl_sandbox` slots. The lockstep width is the sum of the live nodes' slots (not
+`SandboxConfig.pool_size`), and it follows the cluster: a node that joins takes episodes from
+then on; one that dies takes its episodes' worker with it and they move (ray_envside).
+
+For the same policy, tasks, n and seed a scripted policy gives exactly the trajectories of
+`LocalRollouts`; a model policy the same up to the batches its turns were generated in (which
+the lockstep width and the order of finishing checks decide).
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Self
+
+from fixrl.envs import EnvConfig
+from fixrl.harness.agent.policies import Policy
+from fixrl.harness.agent.ray_envside import RayEnvSide
+from fixrl.harness.agent.ray_pool import WorkerPool
+from fixrl.harness.agent.rollout import run_episodes
+from fixrl.harness.agent.trajectory import Trajectory
+from fixrl.sandbox import SandboxConfig
+from fixrl.tasks import Suite, Task
+
+log = logging.getLogger(__name__)
+
+
+class RayRollouts:
+    """Episodes whose environments run on a Ray cluster; the workers are kept across `run` calls.
+
+    `nodes`: use only these node ids (a benchmark of 1, 2, 3 nodes of one cluster)."""
+
+    def __init__(self, suite: Suite | None, env: EnvConfig | None = None, sandbox: SandboxConfig | None = None,
+                 *, max_total_tokens: int | None = None, nodes: Sequence[str] | None = None,
+                 pool: WorkerPool | None = None) -> None:
+        self.suite = suite
+        self.env = env if env is not None else EnvConfig()
+        self.sandbox = sandbox if sandbox is not None else SandboxConfig(ray="auto")
+        self.max_total_tokens = max_total_tokens
+        self._owns_pool = pool is None
+        self.pool = pool if pool is not None else WorkerPool(self.sandbox, nodes=nodes)
+
+    @property
+    def backend(self) -> str:
+        return self.sandbox.backend
+
+    def with_env(self, env: EnvConfig, *, max_total_tokens: int | None = None) -> RayRollouts:
+        """Rollouts over the same workers with other episode settings (closing it is a no-op)."""
+        return RayRollouts(self.suite, env, self.sandbox, pool=self.pool,
+                           max_total_tokens=max_total_tokens if max_total_tokens is not None else self.max_total_tokens)
+
+    def run(self, policy: Policy, tasks: Sequence[Task], n: int, seed: int = 0, *,
+            progress: Callable[[Trajectory], None] | None = None) -> list[Trajectory]:
+        """n episodes of each task, ordered by (task, sample); see `run_episodes`."""
+        side = RayEnvSide(self.pool, self.suite, self.env, retries=self.sandbox.ray_retries,
+                          margin=self.sandbox.ray_call_margin)
+        try:
+            return run_episodes(policy, tasks, n, env=side, seed=seed, max_total_tokens=self.max_total_tokens,
+                                progress=progress)
+        finally:
+            side.close()
+
+    def stats(self) -> dict[str, dict]:
+        """Per node id: host, backend, slots, episodes finished there, why it was lost (if it was)."""
+        return self.pool.stats()
+
+    def close(self) -> None:
+        if self._owns_pool:
+            self.pool.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
