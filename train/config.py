@@ -394,6 +394,84 @@ def _as_dict(v: Any) -> dict[str, Any]:
     return dataclasses.asdict(v) if dataclasses.is_dataclass(v) else dict(v)
 
 
+@dataclass
+class SFTConfig(LoRAConfig):
+    """Every setting `fixrl sft` reads."""
+
+    model: str = ""
+    """Base model directory."""
+    data: list[str] = dataclasses.field(default_factory=list)
+    """JSONL files (optionally .gz): fixrl trajectories or chat messages."""
+    out: str = ""
+    """Output: the adapter directory (peft format), or a full checkpoint with --full."""
+    adapter: str | None = None
+    """Continue training this adapter (loaded trainable) instead of a new one."""
+    num_train_epochs: int = 1
+    """Passes over the data (TRL's name; earlier `epochs`)."""
+    learning_rate: float = 2e-4
+    """AdamW learning rate (LoRA; use ~1e-5 for full fine-tuning of a real model)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    warmup_steps: int = 0
+    """Linear learning-rate warm-up over this many optimizer steps."""
+    lr_scheduler: str = "linear"
+    """After warm-up: "linear" decay to 0 at the last step (the transformers Trainer's default),
+    "cosine", or "constant". A constant rate leaves the weights wherever the last few batches
+    pushed them: at 2e-3 with batches of 4, a tiny policy's choice of first tool followed them
+    (p(read) 0.11 where the demonstrations had 0.32)."""
+    batch_size: int = 8
+    """Examples per optimizer step (the loss is the token mean over the step's examples)."""
+    micro_batch_size: int = 1
+    """Examples per forward/backward (gradients accumulate over a batch)."""
+    max_grad_norm: float = 1.0
+    """Gradient norm clip."""
+    max_length: int | None = None
+    """Drop examples longer than this many tokens (None: keep all)."""
+    passing_only: bool = False
+    """Keep only passing episodes (rejection-sampling fine-tuning)."""
+    chunk_size: int = 256
+    """Reply positions per output-head chunk."""
+    seed: int = 0
+    """Data order and LoRA initialisation."""
+    device: str | None = None
+    """"cpu", "cuda" or None (CUDA when present)."""
+    precision: Literal["fp32", "fp16", "bf16"] | None = None
+    """"fp32", "fp16" (frozen weights float16, LoRA float32, fp16 autocast and a GradScaler) or
+    "bf16"; None: fp16 on CUDA, fp32 elsewhere. sft_config.json records the resolved value."""
+
+    def validate(self) -> None:
+        for name in ("num_train_epochs", "batch_size", "micro_batch_size", "chunk_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"SFTConfig.{name}={getattr(self, name)} must be at least 1")
+        if self.learning_rate <= 0:
+            raise ValueError(f"SFTConfig.learning_rate={self.learning_rate} must be > 0")
+        if not self.data:
+            raise ValueError("SFTConfig.data: give at least one data file")
+        if self.lr_scheduler not in ("linear", "cosine", "constant"):
+            raise ValueError(f"SFTConfig.lr_scheduler={self.lr_scheduler!r}: use linear, cosine or constant")
+        if self.precision is not None and self.precision not in PRECISIONS:
+            raise ValueError(f"SFTConfig.precision={self.precision!r}: use {', '.join(PRECISIONS)} "
+                             "(or None: by device)")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SFTConfig":
+        """From a saved sft_config.json's "config" (earlier names accepted: `epochs`)."""
+        d = dict(d)
+        if "epochs" in d:
+            d.setdefault("num_train_epochs", d.pop("epochs"))
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown SFTConfig field(s): {', '.join(unknown)}")
+        return cls(**d)
+
+
+RESUMABLE_OVERRIDES = ("max_steps", "eval_steps", "save_steps", "sandbox.backend", "sandbox.image", "sandbox.pool_size",
+                       "sandbox.ray", "sandbox.ray_retries", "sandbox.ray_call_margin", "device", "tensorboard",
+                       "keep_trajectories")
+"""What `--resume` may change (today's names; earlier ones such as `steps`, `pool_size` map to these)."""
+
+
 # Each preset is a diff against the dataclass defaults (= octlm). A user's explicit fields
 # are applied over the preset.
 PRESETS: dict[str, dict[str, Any]] = {

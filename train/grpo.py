@@ -43,22 +43,34 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+import numpy as np
+import torch
+from fixrl import tasks as tasks_pkg
+from fixrl.evals.run import evaluate
 from fixrl.harness.agent.policies import Policy, TimedPolicy
-from fixrl.harness.agent.rollouts import Rollouts
+from fixrl.harness.agent.policies.hf import HFPolicy
+from fixrl.harness.agent.rollouts import Rollouts, open_rollouts
 from fixrl.tasks import Suite
-from fixrl.train.config import GRPOConfig, dotted_names
+from fixrl.train.advantages import compute_advantages, overlong_shaping
+from fixrl.train.config import RESUMABLE_OVERRIDES, GRPOConfig, dotted_names
+from fixrl.train.errors import RunError
+from fixrl.train.logprobs import reply_log_probs
+from fixrl.train.losses import LossStats, policy_loss
+from fixrl.train.model import (
+    Reference,
+    check_adapter_dir,
+    is_peft,
+    load_trainable,
+    save_trainable,
+    trainable_parameters,
+)
+from fixrl.train.precision import mixed_precision, optimizer_step, restore_scaler
 from fixrl.train.sampler import DynamicSampler, SampleBatch
+from fixrl.train.sft import lr_factor, pad_batch
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT = "checkpoint"
-RESUMABLE_OVERRIDES = ("max_steps", "eval_steps", "save_steps", "sandbox.backend", "sandbox.image",
-                       "sandbox.pool_size", "sandbox.ray", "sandbox.ray_retries", "sandbox.ray_call_margin", "device", "tensorboard", "keep_trajectories")
-"""What `--resume` may change (today's names; earlier ones such as `steps`, `pool_size` map to these)."""
-
-
-class RunError(ValueError):
-    """A run directory that cannot be started or resumed (the message says what to do)."""
 
 
 def mix_seed(*parts: Any) -> int:
@@ -86,8 +98,6 @@ def deferred_interrupt() -> Iterator[None]:
 
 
 def rng_state() -> dict[str, Any]:
-    import numpy as np
-    import torch
 
     state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
@@ -96,8 +106,6 @@ def rng_state() -> dict[str, Any]:
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
-    import numpy as np
-    import torch
 
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
@@ -117,8 +125,6 @@ def preserved_rng() -> Iterator[None]:
 
 
 def seed_all(seed: int) -> None:
-    import numpy as np
-    import torch
 
     random.seed(seed)
     np.random.seed(seed)
@@ -171,7 +177,6 @@ def rollout_metrics(batch: SampleBatch, G: int) -> dict[str, Any]:
 
 
 def pad_rows(trajs: list[Any], pad_id: int) -> tuple[Any, Any]:
-    from fixrl.train.sft import pad_batch
 
     return pad_batch([(t.token_ids, t.assistant_mask) for t in trajs], pad_id)
 
@@ -211,9 +216,7 @@ class _Item:
 
 def episode_advantages(groups: list[list[Any]], cfg: GRPOConfig) -> list[float]:
     """One advantage per trajectory of `groups` (in order), from its group's shaped rewards."""
-    import torch
 
-    from fixrl.train.advantages import compute_advantages, overlong_shaping
 
     trajs = [t for g in groups for t in g]
     group_ids = torch.tensor([i for i, g in enumerate(groups) for _ in g])  # [N]
@@ -225,9 +228,7 @@ def episode_advantages(groups: list[list[Any]], cfg: GRPOConfig) -> list[float]:
 
 def _forward(learner: Learner, cfg: GRPOConfig, items: list[_Item], grad: bool, entropy: bool = False):
     """Reply log-probs [b, T] (and entropies) of a micro-batch, and its mask on the model's device."""
-    import torch
 
-    from fixrl.train.logprobs import reply_log_probs
 
     ids, mask = pad_rows([it.traj for it in items], learner.pad_id)
     with torch.set_grad_enabled(grad):
@@ -254,7 +255,6 @@ def _before_updates(learner: Learner, cfg: GRPOConfig, items: list[_Item]) -> No
 
 def _stacked(rows: list[Any], width: int) -> Any:
     """[b, width] from 1-D rows, right-padded or cut to the micro-batch's width."""
-    import torch
 
     return torch.stack([torch.nn.functional.pad(r, (0, width - r.shape[0]))[:width] for r in rows])
 
@@ -264,11 +264,7 @@ def _minibatch_step(learner: Learner, cfg: GRPOConfig, batch: list[_Item], first
     """One optimizer step on a minibatch: (its loss, the gradient norm before clipping; None when
     the step was skipped for inf/nan gradients), or None when nothing in it can learn. Adds to
     `stats` and to `entropy` ([sum, tokens], first pass)."""
-    import torch
 
-    from fixrl.train.losses import policy_loss
-    from fixrl.train.model import trainable_parameters
-    from fixrl.train.precision import optimizer_step
 
     kl_on = learner.reference is not None
     train = [it for it in batch if it.advantage != 0.0 or kl_on]
@@ -303,19 +299,19 @@ def _minibatch_step(learner: Learner, cfg: GRPOConfig, batch: list[_Item], first
     return total, result.grad_norm
 
 
-def grpo_update(learner: Learner, groups: list[list[Any]], cfg: GRPOConfig, step: int) -> tuple[dict[str, Any], list[float]]:
+def grpo_update(learner: Learner, groups: list[list[Any]], cfg: GRPOConfig,
+                step: int) -> tuple[dict[str, Any], list[float]]:
     """Advantages, then num_iterations x steps_per_generation clipped optimizer steps on the kept
     groups. Returns (metrics, the advantage of each trajectory in `groups` order)."""
-    import torch
 
-    from fixrl.train.losses import LossStats
 
     adv_list = episode_advantages(groups, cfg)
     trajs = [t for g in groups for t in g]
     # Episodes without policy tokens cannot be trained on; zero-advantage ones with no KL term
     # contribute exactly nothing but their tokens to the normaliser, so they skip the forward.
     items = [_Item(t, a) for t, a in zip(trajs, adv_list) if t.num_policy_tokens > 0]
-    m: dict[str, Any] = {"train/episodes": len(items), "train/policy_tokens": sum(it.traj.num_policy_tokens for it in items),
+    m: dict[str, Any] = {"train/episodes": len(items),
+                         "train/policy_tokens": sum(it.traj.num_policy_tokens for it in items),
                          "train/adv_abs_mean": _mean([abs(it.advantage) for it in items])}
     if not items:
         return m, adv_list
@@ -356,7 +352,7 @@ class RunLog:
         self.tb = None
         if cfg.tensorboard:
             try:
-                from torch.utils.tensorboard import SummaryWriter
+                from torch.utils.tensorboard import SummaryWriter  # noqa: PLC0415 - tensorboard is an optional extra
 
                 self.tb = SummaryWriter(str(out / "tb"), purge_step=start_step + 1 if start_step else None)
             except ImportError as e:
@@ -389,9 +385,7 @@ class RunLog:
 
 def save_checkpoint(out: Path, learner: Learner, snapshot: dict[str, Any], step: int, cfg: GRPOConfig) -> Path:
     """Write RUN/checkpoint atomically (a new directory renamed over the old) and RUN/adapter."""
-    import torch
 
-    from fixrl.train.model import is_peft, save_trainable
 
     tmp = out / f"{CHECKPOINT}.tmp"
     if tmp.exists():
@@ -431,7 +425,6 @@ def prepare_run(cfg: GRPOConfig, resume: bool, overrides: dict[str, Any] | None 
         raise RunError(f"--resume: {out} has no checkpoint ({ckpt}/trainer_state.pt); start a new run without "
                        "--resume")
     saved = GRPOConfig.load(ckpt / "config.json", **{**(overrides or {}), "out": str(out)})
-    import torch
 
     state = torch.load(ckpt / "trainer_state.pt", map_location="cpu", weights_only=False)
     return saved, int(state["step"])
@@ -444,7 +437,6 @@ def heldout_eval(policy: Policy, suite: Suite, cfg: GRPOConfig, rollouts: Rollou
     """pass@1 on the held-out split (same environment settings, the policy's temperature), with
     the same seed every time so successive evaluations see the same renamings. `rollouts`: the
     training run's own sandboxes, with the evaluation's episode settings."""
-    from fixrl.evals.run import evaluate
 
     tasks = suite.split(cfg.eval_split)
     ids = [t.id for t in tasks][: cfg.eval_max_tasks] if cfg.eval_max_tasks else None
@@ -469,11 +461,7 @@ def heldout_eval(policy: Policy, suite: Suite, cfg: GRPOConfig, rollouts: Rollou
 def load_learner(cfg: GRPOConfig, start_step: int) -> Learner:
     """The model to train (from the run's checkpoint when resuming) with a fresh optimizer,
     scheduler, scaler and KL reference; `restore` then loads a checkpoint's state into them."""
-    import torch
 
-    from fixrl.train.model import Reference, check_adapter_dir, load_trainable, trainable_parameters
-    from fixrl.train.precision import mixed_precision
-    from fixrl.train.sft import lr_factor
 
     out, ckpt = Path(cfg.out), Path(cfg.out) / CHECKPOINT
     if start_step:
@@ -505,9 +493,7 @@ def load_learner(cfg: GRPOConfig, start_step: int) -> Learner:
 
 def restore(learner: Learner, sampler: DynamicSampler, ckpt: Path) -> None:
     """Load a checkpoint's optimizer, scheduler, scaler, sampler and RNG states."""
-    import torch
 
-    from fixrl.train.precision import restore_scaler
 
     state = torch.load(ckpt / "trainer_state.pt", map_location="cpu", weights_only=False)
     learner.optimizer.load_state_dict(state["optimizer"])
@@ -522,7 +508,6 @@ def restore(learner: Learner, sampler: DynamicSampler, ckpt: Path) -> None:
 
 def load_run_suite(cfg: GRPOConfig) -> tuple[Any, list[Any], bool]:
     """(suite, its training tasks, whether the held-out evaluation runs)."""
-    from fixrl import tasks as tasks_pkg
 
     try:
         suite = tasks_pkg.load_suite(Path(cfg.suite))
@@ -538,7 +523,7 @@ def load_run_suite(cfg: GRPOConfig) -> tuple[Any, list[Any], bool]:
 
 
 def sample_and_update(this: int, cfg: GRPOConfig, learner: Learner, sampler: DynamicSampler, policy: TimedPolicy,
-                      rollouts: Rollouts, run: "_RunState") -> tuple[dict[str, Any], Any, dict[int, float]]:
+                      rollouts: Rollouts, run: _RunState) -> tuple[dict[str, Any], Any, dict[int, float]]:
     """One step's sampling and update: (metrics row, the sampled batch, advantage by id(traj)).
     The update and the run's record of it run with Ctrl-C deferred, so neither is half done."""
     def rollout(task_list, call_index):
@@ -575,9 +560,6 @@ def check_overrides(overrides: dict[str, Any] | None) -> None:
 def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | None = None,
              console: Any = None) -> dict[str, Any]:
     """Train; returns a summary. `overrides` (with resume) may change only RESUMABLE_OVERRIDES."""
-    from fixrl.harness.agent.policies.hf import HFPolicy
-    from fixrl.harness.agent.rollouts import open_rollouts
-    from fixrl.train.model import is_peft
 
     check_overrides(overrides)
     cfg, start_step = prepare_run(cfg, resume, overrides)
@@ -673,7 +655,7 @@ def _describe(progress: Any, bar: Any, text: str) -> None:
 def _progress(console: Any):
     if console is None:
         return None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415 - rich: only with a console
 
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=console, transient=False)

@@ -11,11 +11,13 @@ import contextlib
 from pathlib import Path
 from typing import Any, Iterator
 
+import torch
+from fixrl.harness.agent.precision import PrecisionError, compute_dtype, resolve_precision
 from fixrl.train.config import ALL_LINEAR, LoRAConfig
-
-
-class ModelError(ValueError):
-    """A model or adapter directory that cannot be used (the message says why and what to do)."""
+from fixrl.train.errors import ModelError
+from fixrl.train.precision import cast_for_training
+from peft import LoraConfig, PeftModel, get_peft_model
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 
 def check_model_dir(path: str | Path) -> Path:
@@ -41,7 +43,6 @@ def check_adapter_dir(path: str | Path) -> Path:
 
 
 def pick_device(device: str | None) -> Any:
-    import torch
 
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -54,9 +55,7 @@ def load_trainable(model_path: str | Path, adapter: str | Path | None, lora: LoR
                    device: str | None = None, precision: str | None = None) -> tuple[Any, Any]:
     """(model, tokenizer): the base model with its trainable part (`make_trainable`), its
     weights in `precision`'s dtypes (None: fp16 on CUDA, fp32 elsewhere)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from fixrl.harness.agent.precision import PrecisionError, compute_dtype, resolve_precision
 
     path = check_model_dir(model_path)
     dev = pick_device(device)
@@ -82,16 +81,13 @@ def make_trainable(model: Any, adapter: str | Path | None, lora: LoRAConfig, dev
     adapter from `lora` (rank, alpha, dropout, target modules; "all-linear" = every linear
     layer but the output head); or, with `lora.full_finetune`, every weight trainable.
     """
-    from fixrl.train.precision import cast_for_training
 
     if lora.full_finetune:
         model.requires_grad_(True)
     elif adapter is not None:
-        from peft import PeftModel
 
         model = PeftModel.from_pretrained(model, str(check_adapter_dir(adapter)), is_trainable=True)
     else:
-        from peft import LoraConfig, get_peft_model
 
         targets = lora.lora_target_modules
         peft_cfg = LoraConfig(r=lora.lora_rank, lora_alpha=lora.lora_alpha, lora_dropout=lora.lora_dropout,
@@ -150,7 +146,6 @@ class Reference:
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
-        import torch
 
         if self.mode == "base":
             with self.model.disable_adapter():

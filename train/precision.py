@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, ContextManager
 
+import torch
 from fixrl.harness.agent.precision import autocast, compute_dtype, resolve_precision
 
 
@@ -35,7 +36,6 @@ class MixedPrecision:
 
     def grad_scaler(self) -> Any:
         """A GradScaler for this device, enabled only for fp16 (a disabled one passes through)."""
-        import torch
 
         return torch.amp.GradScaler(self.device_type, enabled=self.scaled)
 
@@ -51,7 +51,6 @@ def cast_for_training(model: Any, precision: str) -> Any:
     """Frozen weights in the setting's dtype, trainable weights in float32 (GradScaler needs
     float32 master weights, and AdamW's update of a float16 LoRA weight would round away).
     In place; returns the model."""
-    import torch
 
     frozen = compute_dtype(precision)
     for p in model.parameters():
@@ -79,7 +78,6 @@ def optimizer_step(optimizer: Any, scaler: Any, params: list[Any], max_grad_norm
     non-finite step would write nan into every weight). The caller advances its learning-rate
     schedule only on a step taken, so the schedule counts updates, as accelerate's does.
     """
-    import torch
 
     scaler.unscale_(optimizer)
     norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))

@@ -26,88 +26,18 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator, Literal
+from typing import Any, Callable, ContextManager, Iterator
 
-from fixrl.harness.agent.precision import PRECISIONS
-from fixrl.train.config import LoRAConfig
+import numpy as np
+import torch
+from fixrl.harness.agent.chat import END_OF_TURN
+from fixrl.train.config import SFTConfig
+from fixrl.train.errors import DataError
+from fixrl.train.logprobs import reply_log_probs
+from fixrl.train.model import load_trainable, save_trainable, trainable_parameters
+from fixrl.train.precision import mixed_precision, optimizer_step
 
 log = logging.getLogger(__name__)
-
-
-class DataError(ValueError):
-    """A data file that cannot be used; the message names the file, the line and the field."""
-
-
-@dataclass
-class SFTConfig(LoRAConfig):
-    """Every setting `fixrl sft` reads."""
-
-    model: str = ""
-    """Base model directory."""
-    data: list[str] = dataclasses.field(default_factory=list)
-    """JSONL files (optionally .gz): fixrl trajectories or chat messages."""
-    out: str = ""
-    """Output: the adapter directory (peft format), or a full checkpoint with --full."""
-    adapter: str | None = None
-    """Continue training this adapter (loaded trainable) instead of a new one."""
-    num_train_epochs: int = 1
-    """Passes over the data (TRL's name; earlier `epochs`)."""
-    learning_rate: float = 2e-4
-    """AdamW learning rate (LoRA; use ~1e-5 for full fine-tuning of a real model)."""
-    weight_decay: float = 0.0
-    """AdamW weight decay."""
-    warmup_steps: int = 0
-    """Linear learning-rate warm-up over this many optimizer steps."""
-    lr_scheduler: str = "linear"
-    """After warm-up: "linear" decay to 0 at the last step (the transformers Trainer's default),
-    "cosine", or "constant". A constant rate leaves the weights wherever the last few batches
-    pushed them: at 2e-3 with batches of 4, a tiny policy's choice of first tool followed them
-    (p(read) 0.11 where the demonstrations had 0.32)."""
-    batch_size: int = 8
-    """Examples per optimizer step (the loss is the token mean over the step's examples)."""
-    micro_batch_size: int = 1
-    """Examples per forward/backward (gradients accumulate over a batch)."""
-    max_grad_norm: float = 1.0
-    """Gradient norm clip."""
-    max_length: int | None = None
-    """Drop examples longer than this many tokens (None: keep all)."""
-    passing_only: bool = False
-    """Keep only passing episodes (rejection-sampling fine-tuning)."""
-    chunk_size: int = 256
-    """Reply positions per output-head chunk."""
-    seed: int = 0
-    """Data order and LoRA initialisation."""
-    device: str | None = None
-    """"cpu", "cuda" or None (CUDA when present)."""
-    precision: Literal["fp32", "fp16", "bf16"] | None = None
-    """"fp32", "fp16" (frozen weights float16, LoRA float32, fp16 autocast and a GradScaler) or
-    "bf16"; None: fp16 on CUDA, fp32 elsewhere. sft_config.json records the resolved value."""
-
-    def validate(self) -> None:
-        for name in ("num_train_epochs", "batch_size", "micro_batch_size", "chunk_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"SFTConfig.{name}={getattr(self, name)} must be at least 1")
-        if self.learning_rate <= 0:
-            raise ValueError(f"SFTConfig.learning_rate={self.learning_rate} must be > 0")
-        if not self.data:
-            raise ValueError("SFTConfig.data: give at least one data file")
-        if self.lr_scheduler not in ("linear", "cosine", "constant"):
-            raise ValueError(f"SFTConfig.lr_scheduler={self.lr_scheduler!r}: use linear, cosine or constant")
-        if self.precision is not None and self.precision not in PRECISIONS:
-            raise ValueError(f"SFTConfig.precision={self.precision!r}: use {', '.join(PRECISIONS)} "
-                             "(or None: by device)")
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SFTConfig":
-        """From a saved sft_config.json's "config" (earlier names accepted: `epochs`)."""
-        d = dict(d)
-        if "epochs" in d:
-            d.setdefault("num_train_epochs", d.pop("epochs"))
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ValueError(f"unknown SFTConfig field(s): {', '.join(unknown)}")
-        return cls(**d)
 
 
 @dataclass
@@ -115,10 +45,10 @@ class SFTHooks:
     """What a recipe may plug into SFT beyond the config: functions, which a config file cannot
     hold. None everywhere is plain SFT."""
 
-    token_weights: Callable[["Example", Any], list[float]] | None = None
+    token_weights: Callable[[Example, Any], list[float]] | None = None
     """(example, tokenizer) -> a loss weight per token [T] (0 off the reply); None: the mask.
     The loss stays a sum over the batch divided by its count of reply tokens."""
-    output_head: Callable[[Any, Any, list["Example"]], ContextManager[Any]] | None = None
+    output_head: Callable[[Any, Any, list[Example]], ContextManager[Any]] | None = None
     """(model, tokenizer, examples) -> a context manager yielding a `train.logprobs.OutputHead` to train in
     place of the model's own (its parameters join the optimizer's), or None; it may rewrite the
     model's weights on exit."""
@@ -197,9 +127,9 @@ def normalise_messages(messages: list[Any], where: str) -> list[dict]:
     return out
 
 
-def render_chat(tokenizer: Any, messages: list[dict], tools: list[dict] | None, where: str) -> tuple[list[int], list[int]]:
+def render_chat(tokenizer: Any, messages: list[dict], tools: list[dict] | None,
+                where: str) -> tuple[list[int], list[int]]:
     """Token ids and assistant mask of a chat conversation in the tokenizer's template."""
-    from fixrl.harness.agent.chat import END_OF_TURN
 
     messages = normalise_messages(messages, where)
 
@@ -300,7 +230,6 @@ def load_examples(paths: list[str | Path], tokenizer: Any, passing_only: bool = 
 
 def pad_batch(rows: list[tuple[list[int], list[int]]], pad_id: int) -> tuple[Any, Any]:
     """Right-padded ids [B, T] and mask [B, T] (0 on padding)."""
-    import torch
 
     width = max(len(ids) for ids, _ in rows)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
@@ -327,9 +256,7 @@ def _batch_loss(model: Any, batch: list[Example], cfg: SFTConfig, pad_id: int, h
                 precision: str) -> float:
     """Forward and backward over one batch, micro-batch by micro-batch; the batch's loss: the
     weighted sum of reply log-probs divided by its reply tokens (a count, whatever the weights)."""
-    import torch
 
-    from fixrl.train.logprobs import reply_log_probs
 
     n_tokens = sum(sum(e.assistant_mask) for e in batch)
     total = 0.0
@@ -363,9 +290,7 @@ def _epochs(cfg: SFTConfig, model: Any, examples: list[Example], params: list[An
             metrics: _MetricsFile, progress: Any, amp: Any) -> tuple[list[float], int, int]:
     """Every optimizer step of the run: (the loss of each, reply tokens seen, steps skipped for
     inf/nan gradients). `amp`: the run's `train.precision.MixedPrecision`."""
-    import torch
 
-    from fixrl.train.precision import optimizer_step
 
     total_steps = math.ceil(len(examples) / cfg.batch_size) * cfg.num_train_epochs
     scaler = amp.grad_scaler()
@@ -401,11 +326,7 @@ def _epochs(cfg: SFTConfig, model: Any, examples: list[Example], params: list[An
 def run_sft(cfg: SFTConfig, console: Any = None, hooks: SFTHooks | None = None) -> dict[str, Any]:
     """Train and save; returns a summary (steps, tokens, first/last loss, seconds, counts).
     `hooks`: a recipe's per-token loss weights and output head (see SFTHooks)."""
-    import numpy as np
-    import torch
 
-    from fixrl.train.model import load_trainable, save_trainable, trainable_parameters
-    from fixrl.train.precision import mixed_precision
 
     hooks = hooks or SFTHooks()
     cfg.validate()
@@ -426,7 +347,9 @@ def run_sft(cfg: SFTConfig, console: Any = None, hooks: SFTHooks | None = None) 
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
     out.mkdir(parents=True, exist_ok=True)
     metrics = _MetricsFile(out / "sft_metrics.jsonl")
-    head_ctx = hooks.output_head(model, tok, examples) if hooks.output_head is not None else contextlib.nullcontext(None)
+    head_ctx = contextlib.nullcontext(None)
+    if hooks.output_head is not None:
+        head_ctx = hooks.output_head(model, tok, examples)
     model.train()
     t0 = time.time()
     progress = _progress(console)
@@ -446,7 +369,7 @@ def run_sft(cfg: SFTConfig, console: Any = None, hooks: SFTHooks | None = None) 
 def _progress(console: Any):
     if console is None:
         return None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415 - rich: only with a console
 
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=console, transient=False)

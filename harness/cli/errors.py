@@ -18,9 +18,7 @@ from fixrl.sandbox import SandboxConfigError, SandboxError
 from fixrl.sandbox.bench import BenchError
 from fixrl.tasks.generate import GenerateError
 from fixrl.tasks.loader import TaskError
-from fixrl.train.grpo import RunError
-from fixrl.train.model import ModelError
-from fixrl.train.sft import DataError
+from fixrl.train.errors import DataError, ModelError, RunError
 
 
 class UserError(Exception):

@@ -13,9 +13,8 @@ from fixrl.harness.agent.policies import PolicyConfig
 from fixrl.harness.agent.transcript import make_console
 from fixrl.harness.cli.errors import UserError
 from fixrl.harness.cli.flags import add_config_flags, given_fields, nest, parse_set
-from fixrl.train.config import DEFAULT_PRESET, FIELD_ALIASES, PRESET_ALIASES, PRESETS, GRPOConfig, make_config
-from fixrl.train.grpo import RESUMABLE_OVERRIDES, run_grpo
-from fixrl.train.sft import SFTConfig, run_sft
+from fixrl.train.config import (DEFAULT_PRESET, FIELD_ALIASES, PRESET_ALIASES, PRESETS, RESUMABLE_OVERRIDES, GRPOConfig,
+                                SFTConfig, make_config)
 
 # Earlier and shorter spellings that stay accepted.
 GRPO_ALIASES = {"max_steps": ["--steps"], "eval_steps": ["--eval-every"], "save_steps": ["--save-every"],
@@ -105,6 +104,8 @@ def cmd_grpo(args: argparse.Namespace) -> int:
         if not Path(cfg.suite).is_dir():
             raise UserError(f"--suite {cfg.suite}: no such directory")
         PolicyConfig(model=cfg.model, adapter=cfg.adapter).check()
+    from fixrl.train.grpo import run_grpo  # noqa: PLC0415 - torch and transformers, once the cheap checks passed
+
     console = None if args.quiet else make_console(stderr=True)
     summary = run_grpo(cfg, resume=args.resume, overrides=overrides, console=console)
     if args.json:
@@ -121,6 +122,8 @@ def cmd_sft(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UserError(str(e)) from None
     PolicyConfig(model=cfg.model, adapter=cfg.adapter).check()  # before torch and transformers load
+    from fixrl.train.sft import run_sft  # noqa: PLC0415 - torch and transformers, once the cheap checks passed
+
     summary = run_sft(cfg, console=None if args.quiet else make_console(stderr=True))
     if args.json:
         print(json.dumps(summary, indent=2))
