@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 FIXRL := $(VENV)/bin/fixrl
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test test-fast venv bwrap docker image bench bench-gpu clean
+.PHONY: demo test test-fast lint venv bwrap docker image bench bench-gpu clean
 
 venv: $(VENV)/.installed
 
@@ -29,7 +29,12 @@ image: venv docker
 demo: venv bwrap
 	$(FIXRL) demo --out $(DEMO_OUT)
 
-test: venv bwrap docker image
+# Style (ruff) and the layers (import-linter's contracts in pyproject.toml), before any test runs.
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
+
+test: lint venv bwrap docker image
 	$(VENV)/bin/pytest -q
 
 test-fast: venv

@@ -26,11 +26,16 @@ from typing import Any, Callable, ContextManager, Iterator, Literal
 
 from pydantic import ValidationError
 
+from fixrl import tasks
 from fixrl.envs import changes as chg
 from fixrl.envs import rename as rn
+from fixrl.envs.reference import edit_matches_fix, reference
 from fixrl.envs.tools import DEFAULT_TOOLS, Tool, ToolError, get_tools
 from fixrl.envs.types import EpisodeInfo, ExitStatus, Malformed, StepResult, ToolCall
+from fixrl.sandbox import open_sandbox
 from fixrl.sandbox.base import Sandbox, SandboxError
+from fixrl.tasks import is_test_path
+from fixrl.tasks.judge import judge_tree
 from fixrl.tasks.schema import Task
 
 log = logging.getLogger(__name__)
@@ -218,7 +223,6 @@ class ToolEnv:
     def _prepare(self) -> None:
         """Run the task's setup commands, then rename. A failure here is not the agent's: the
         episode ends at once as `error` (left out of training and pass@k)."""
-        from fixrl import tasks
 
         try:
             if self.task.setup:
@@ -244,7 +248,8 @@ class ToolEnv:
         res = self.sb.exec(
             f"grep -rlI --exclude-dir=.git -F -e {shlex.quote(orig)} . ; echo '@@fixrl@@'; "
             "find . -name .git -prune -o -print | sed 's|.*/||; s|\\..*||' | sort -u; echo '@@fixrl@@'; "
-            "grep -rlIE --exclude-dir=.git --include='*.py' '^[[:space:]]*from[[:space:]].*import[[:space:]]*[*]' . | head -n 1",
+            "grep -rlIE --exclude-dir=.git --include='*.py' "
+            "'^[[:space:]]*from[[:space:]].*import[[:space:]]*[*]' . | head -n 1",
             timeout=self.tool_timeout("path"))
         parts = res.output.split("@@fixrl@@")
         if len(parts) != 3:
@@ -493,9 +498,6 @@ class ToolEnv:
     def carried_changes(self, agent_changes: dict[str, str | None], buggy_root: Path) -> dict[str, str | None]:
         """The agent's changes that go into the check, mapped back to the original names;
         the rest are recorded in `info.dropped_files` with the reason."""
-        from fixrl.tasks import is_test_path
-
-        from fixrl.envs.reference import reference
 
         kept: dict[str, str | None] = {}
         allowed: str | None = None
@@ -537,9 +539,6 @@ class ToolEnv:
         return kept
 
     def _run_check(self, agent_changes: dict[str, str | None], info: EpisodeInfo):
-        from fixrl import tasks
-        from fixrl.tasks.judge import judge_tree
-
         with tempfile.TemporaryDirectory(prefix="fixrl-check-") as tmp:
             ws = tasks.materialize(self.task, Path(tmp) / "repo", "buggy", cache=True)
             info.dropped_files.clear()
@@ -556,7 +555,6 @@ class ToolEnv:
     def _open_check_sandbox(self, ws: Path) -> ContextManager[Sandbox]:
         if self._check_sandbox is not None:
             return self._check_sandbox(ws)
-        from fixrl.sandbox import open_sandbox
 
         backend = self.config.check_backend or _backend_of(self.sb)
         return open_sandbox(ws, backend=backend, image=self.task.image)
@@ -565,7 +563,6 @@ class ToolEnv:
         if self._first_edit is None or self.task.kind != "fix" or not self.task.fix:
             info.first_edit_right = None
             return
-        from fixrl.envs.reference import edit_matches_fix, reference
 
         path, before, after = self._first_edit
         try:
@@ -605,8 +602,6 @@ def episode_env(task: Task, config: EnvConfig | None = None, suite: Any = None, 
                 **sandbox_kwargs: Any) -> Iterator[ToolEnv]:
     """A ToolEnv over a new sandbox holding the task's buggy repository (one episode, no pool):
     `with episode_env(task, cfg, suite) as env: env.reset(); ...; env.finish()`."""
-    from fixrl import tasks
-    from fixrl.sandbox import open_sandbox
 
     with tempfile.TemporaryDirectory(prefix="fixrl-ws-") as tmp:
         ws = tasks.materialize(task, Path(tmp) / "repo", "buggy")

@@ -15,6 +15,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from fixrl import tasks
+from fixrl.envs.changes import added_text
 from fixrl.tasks.schema import Task
 
 
@@ -28,7 +30,6 @@ class Reference:
 
     def added_text(self) -> str:
         """Every line the fix adds, joined (constructs a legitimate fix uses)."""
-        from fixrl.envs.changes import added_text
 
         return "\n".join(added_text(self.buggy.get(p, ""), t or "") for p, t in self.fixed.items())
 
@@ -54,7 +55,6 @@ def reference(task: Task) -> Reference | None:
     with _LOCK:
         if key in _CACHE:
             return _CACHE[key]
-    from fixrl import tasks
 
     with tempfile.TemporaryDirectory(prefix="fixrl-ref-") as tmp:
         b = _read_tree(tasks.materialize(task, Path(tmp) / "buggy", "buggy"))
@@ -128,7 +128,7 @@ def shrink_edit(text: str, old: str, new: str) -> tuple[str, str]:
     spans = [m.span() for m in _TOKEN.finditer(text)]
     if not spans:
         return old, new
-    lo = next(i for i, (_, e) in enumerate(spans) if e > A) if A < len(text) else len(spans)
+    lo = next(i for i, (_, e) in enumerate(spans) if e > A) if len(text) > A else len(spans)
     if A == B:                                               # an insertion: take a neighbour
         lo = max(lo - 1, 0) if lo > 0 else 0
         hi = lo

@@ -20,7 +20,9 @@ import random
 import re
 from typing import TYPE_CHECKING, Protocol
 
+from fixrl.envs.reference import next_edit, reference, shrink_edit
 from fixrl.envs.types import ToolCall
+from fixrl.tasks.mutate import GUESSES, OPERATORS, repair
 
 if TYPE_CHECKING:  # pragma: no cover
     from fixrl.envs.env import ToolEnv
@@ -31,7 +33,7 @@ class Plan(Protocol):
     def next_call(self, observation: str | None) -> ToolCall: ...
 
 
-def _submit(task: "Task", answer: str | None = None) -> ToolCall:
+def _submit(task: Task, answer: str | None = None) -> ToolCall:
     return ToolCall("submit", {"answer": answer} if answer is not None else {})
 
 
@@ -39,17 +41,16 @@ def _edit(path: str, old: str, new: str) -> ToolCall:
     return ToolCall("edit", {"path": path, "old": old, "new": new})
 
 
-def _usual_edit(env: "ToolEnv", family: str | None) -> "FamilyEdit | None":
+def _usual_edit(env: ToolEnv, family: str | None) -> FamilyEdit | None:
     """The suite's usual repair for a bug family (`suite.yaml: family_edits`), if it has one."""
     edits = getattr(env.suite, "family_edits", None) or {}
     return edits.get(family) if family else None
 
 
-def _edit_call(path: str, source: str, old: str, new: str, usual: "FamilyEdit | None" = None) -> ToolCall:
+def _edit_call(path: str, source: str, old: str, new: str, usual: FamilyEdit | None = None) -> ToolCall:
     """An edit call: the family's usual snippet when it makes exactly this change (every fix of
     a family then reads alike), else the smallest unique snippet (`min` -> `max`, not the whole
     line): what a careful agent types, and far less for a small model to copy than a line."""
-    from fixrl.envs.reference import shrink_edit
 
     if usual is not None and source.count(usual.old) == 1 and \
             source.replace(usual.old, usual.new, 1) == source.replace(old, new, 1):
@@ -57,12 +58,10 @@ def _edit_call(path: str, source: str, old: str, new: str, usual: "FamilyEdit | 
     return _edit(path, *shrink_edit(source, old, new))
 
 
-def _task_file(task: "Task", env: "ToolEnv") -> str | None:
+def _task_file(task: Task, env: ToolEnv) -> str | None:
     if task.file:
         return task.file
     if task.fix:
-        from fixrl.envs.reference import reference
-
         ref = reference(task)
         if ref and ref.buggy:
             return next(iter(ref.buggy))
@@ -72,14 +71,12 @@ def _task_file(task: "Task", env: "ToolEnv") -> str | None:
 class OraclePlan:
     """Reads the buggy file, applies the reference fix, tests (when `run_tests`), submits."""
 
-    def __init__(self, task: "Task", env: "ToolEnv", run_tests: bool = True):
+    def __init__(self, task: Task, env: ToolEnv, run_tests: bool = True):
         self.task, self.env, self.run_tests = task, env, run_tests
         self.phase = "read"
         self.edit_tries = 0
 
     def _targets(self) -> dict[str, str]:
-        from fixrl.envs.reference import reference
-
         ref = reference(self.task)
         if ref is None:
             return {}
@@ -104,8 +101,6 @@ class OraclePlan:
         return _submit(task, task.answer if task.kind == "question" else None)
 
     def _next_edit(self) -> ToolCall | None:
-        from fixrl.envs.reference import next_edit
-
         env = self.env
         if "edit" not in env.tools or env.edits_left == 0 or self.edit_tries > 20:
             return None
@@ -118,15 +113,13 @@ class OraclePlan:
         return None
 
 
-def oracle_plan(task: "Task", env: "ToolEnv", run_tests: bool = True) -> OraclePlan:
+def oracle_plan(task: Task, env: ToolEnv, run_tests: bool = True) -> OraclePlan:
     return OraclePlan(task, env, run_tests)
 
 
-def suite_families(env: "ToolEnv") -> list[str]:
+def suite_families(env: ToolEnv) -> list[str]:
     fams = list(getattr(env.suite, "families", None) or [])
     if not fams:
-        from fixrl.tasks.mutate import OPERATORS
-
         fams = sorted(OPERATORS)
     return fams
 
@@ -135,7 +128,7 @@ class BlindPlan:
     """One edit chosen without reading: a uniformly drawn bug family's typical repair of the
     function the issue names; then submit."""
 
-    def __init__(self, task: "Task", env: "ToolEnv", rng: random.Random):
+    def __init__(self, task: Task, env: ToolEnv, rng: random.Random):
         self.task, self.env = task, env
         self.family = rng.choice(suite_families(env))
         self.edited = False
@@ -148,9 +141,6 @@ class BlindPlan:
         return call if call is not None else _submit(self.task)
 
     def _edit(self) -> ToolCall | None:
-        from fixrl.envs.reference import next_edit
-        from fixrl.tasks.mutate import repair
-
         env, path, fn = self.env, _task_file(self.task, self.env), self.env.function_name
         if not path or not fn:
             return None
@@ -168,7 +158,6 @@ class BlindPlan:
                 return _edit_call(path, source, *step)
         # The family's repair has no site here: the family's usual fix typed blind (refused
         # when its text is not in the file), else a harmless wrong edit (a blind agent edits).
-        from fixrl.tasks.mutate import GUESSES
 
         if self.family in GUESSES:
             old, new = GUESSES[self.family]
@@ -180,7 +169,7 @@ class BlindPlan:
         return None
 
 
-def blind_plan(task: "Task", env: "ToolEnv", rng: random.Random) -> BlindPlan:
+def blind_plan(task: Task, env: ToolEnv, rng: random.Random) -> BlindPlan:
     return BlindPlan(task, env, rng)
 
 
@@ -192,7 +181,7 @@ _SWAPS = [("<=", "<"), ("<", "<="), (">=", ">"), (">", ">="), ("==", "!="), ("!=
 class RandomPlan:
     """Random tool calls with plausible arguments; submits with probability `p_submit` a turn."""
 
-    def __init__(self, task: "Task", env: "ToolEnv", rng: random.Random, p_submit: float = 0.2):
+    def __init__(self, task: Task, env: ToolEnv, rng: random.Random, p_submit: float = 0.2):
         self.task, self.env, self.rng, self.p_submit = task, env, rng, p_submit
         self._files: list[str] | None = None
 
@@ -264,7 +253,7 @@ class RandomPlan:
         return None
 
 
-def random_plan(task: "Task", env: "ToolEnv", rng: random.Random) -> RandomPlan:
+def random_plan(task: Task, env: ToolEnv, rng: random.Random) -> RandomPlan:
     return RandomPlan(task, env, rng)
 
 
@@ -273,13 +262,13 @@ PLANS = {"oracle": lambda task, env, rng: oracle_plan(task, env),
 """`make_plan(kind, task, env, rng)` by name: oracle, blind, random."""
 
 
-def make_plan(kind: str, task: "Task", env: "ToolEnv", rng: random.Random) -> Plan:
+def make_plan(kind: str, task: Task, env: ToolEnv, rng: random.Random) -> Plan:
     if kind not in PLANS:
         raise ValueError(f"unknown scripted policy {kind!r}; choose one of {sorted(PLANS)}")
     return PLANS[kind](task, env, rng)
 
 
-def run_plan(env: "ToolEnv", plan: Plan, max_steps: int | None = None) -> tuple[float, "object"]:
+def run_plan(env: ToolEnv, plan: Plan, max_steps: int | None = None) -> tuple[float, object]:
     """Drive `env` with `plan` to the end and score it: (reward, info). For tests and quick use;
     the harness drives plans through the chat format instead."""
     env.reset()

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from fixrl.sandbox.base import WORKDIR
+
 if TYPE_CHECKING:  # pragma: no cover
     from fixrl.envs.env import ToolEnv
 
@@ -42,7 +44,7 @@ class Tool:
     """What the model reads in its tool list: what the tool does and what it returns."""
     args: type[BaseModel]
     """Pydantic model of the arguments; its JSON schema is the tool's `parameters`."""
-    handler: Callable[["ToolEnv", Any], str]
+    handler: Callable[[ToolEnv, Any], str]
     """`handler(env, args) -> observation`; raise ToolError for a request that cannot be done."""
     ends_episode: bool = False
     """True for `submit`-like tools: the env ends the episode after the call."""
@@ -118,12 +120,11 @@ def get_tools(names: list[str]) -> list[Tool]:
 # --------------------------------------------------------------------------- paths
 
 
-def resolve_path(env: "ToolEnv", path: str, *, kind: str = "file") -> str:
+def resolve_path(env: ToolEnv, path: str, *, kind: str = "file") -> str:
     """Resolve `path` (relative to the workspace, or absolute under it) inside the sandbox and
     return it relative to the workspace. Refuses anything that resolves outside, following
     symlinks. `kind`: "file" (must be a regular file), "dir", "any" (file or dir), "new" (may not exist).
     Costs one exec in the sandbox."""
-    from fixrl.sandbox.base import WORKDIR
 
     p = path.strip()
     if not p:
@@ -170,11 +171,11 @@ def resolve_path(env: "ToolEnv", path: str, *, kind: str = "file") -> str:
     return rel
 
 
-def _list_hint(env: "ToolEnv") -> str:
+def _list_hint(env: ToolEnv) -> str:
     return " (use `list` to see the files)" if "list" in env.tool_names else ""
 
 
-def read_text(env: "ToolEnv", rel: str) -> str:
+def read_text(env: ToolEnv, rel: str) -> str:
     """A workspace file's text; what the sandbox refuses (too big, vanished, not permitted) is
     the agent's problem, reported as a ToolError."""
     try:
@@ -199,10 +200,11 @@ def number_lines(text: str, start: int = 1) -> str:
 class ReadArgs(ToolArgs):
     path: str = Field(description="File path relative to the repository root, e.g. `src/pkg/module.py`.")
     start: int | None = Field(default=None, ge=1, description="First line to show (1-based). Default: 1.")
-    end: int | None = Field(default=None, ge=1, description="Last line to show (inclusive). Default: the end of the file.")
+    end: int | None = Field(default=None, ge=1,
+                            description="Last line to show (inclusive). Default: the end of the file.")
 
 
-def _read(env: "ToolEnv", args: ReadArgs) -> str:
+def _read(env: ToolEnv, args: ReadArgs) -> str:
     rel = resolve_path(env, args.path)
     text = read_text(env, rel)
     lines = text.split("\n")
@@ -278,7 +280,7 @@ class RunTestsArgs(ToolArgs):
     pass
 
 
-def _test(env: "ToolEnv", args: RunTestsArgs) -> str:
+def _test(env: ToolEnv, args: RunTestsArgs) -> str:
     res = env.sb.exec(env.public_test_command, timeout=env.tool_timeout("test"))
     env._note_test(res.exit_code == 0 and not res.timed_out)
     return summarize_test_output(res.output, res.exit_code, res.timed_out, res.seconds)
@@ -298,7 +300,7 @@ def _line_of(text: str, index: int) -> int:
     return text.count("\n", 0, index) + 1
 
 
-def _edit(env: "ToolEnv", args: EditArgs) -> str:
+def _edit(env: ToolEnv, args: EditArgs) -> str:
     if args.old == "":
         raise ToolError("`old` is empty: quote the exact text to replace")
     if args.old == args.new:
@@ -350,7 +352,7 @@ class SubmitArgs(ToolArgs):
                                                          "Leave out when you fixed a bug.")
 
 
-def _submit(env: "ToolEnv", args: SubmitArgs) -> str:
+def _submit(env: ToolEnv, args: SubmitArgs) -> str:
     env.info.answer = args.answer
     return "Submitted."
 
@@ -362,7 +364,7 @@ class ListArgs(ToolArgs):
     path: str = Field(default=".", description="Directory to list, relative to the repository root.")
 
 
-def _list(env: "ToolEnv", args: ListArgs) -> str:
+def _list(env: ToolEnv, args: ListArgs) -> str:
     rel = resolve_path(env, args.path, kind="dir")
     q = shlex.quote(rel if rel == "." else "./" + rel)  # never an option, whatever the name
     res = env.sb.exec(f"find {q} -path '*/.*' -prune -o -path '*/__pycache__' -prune -o -type f "
@@ -383,7 +385,7 @@ class SearchArgs(ToolArgs):
     regex: bool = Field(default=False, description="Treat `pattern` as an extended regular expression.")
 
 
-def _search(env: "ToolEnv", args: SearchArgs) -> str:
+def _search(env: ToolEnv, args: SearchArgs) -> str:
     if not args.pattern:
         raise ToolError("`pattern` is empty")
     rel = resolve_path(env, args.path, kind="any")

@@ -93,7 +93,7 @@ class EpisodeInfo:
         return {**extra, **d}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "EpisodeInfo":
+    def from_dict(cls, d: dict[str, Any]) -> EpisodeInfo:
         """Inverse of `to_dict`; unknown keys go to `extra`, missing ones take their defaults."""
         names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         known = {k: v for k, v in d.items() if k in names}

@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.evals.passk import Interval, bootstrap_mean, paired_bootstrap, pass_at_k, verdict
@@ -34,7 +36,6 @@ from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxConfig
 from fixrl.tasks import Suite, Task
 from fixrl.tasks.suites import BUILTIN_SUITE
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 RESULTS_FORMAT = 1
 
@@ -80,7 +81,6 @@ def run_eval(cfg: EvalConfig, progress: bool = True) -> EvalResult:
 
 
 def _builtin_suite() -> Path:
-
     return BUILTIN_SUITE
 
 
@@ -419,7 +419,6 @@ def save_trajectories_gz(trajs: Sequence[Any], path: Path) -> Path:
 
 
 def load_trajectories_gz(path: Path) -> list[Any]:
-
     with gzip.open(path, "rt", encoding="utf-8") as f:
         return [Trajectory.from_dict(json.loads(line)) for line in f if line.strip()]
 

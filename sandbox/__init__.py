@@ -11,30 +11,10 @@ server). `SandboxPool` keeps n of them for reuse across episodes.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, Sandbox, SandboxError
-from fixrl.sandbox.config import BACKENDS, SandboxConfig, SandboxConfigError
+from fixrl.sandbox.config import SandboxConfig, SandboxConfigError
+from fixrl.sandbox.factory import BACKENDS, DEFAULT_IMAGE, open_sandbox
 from fixrl.sandbox.pool import SandboxPool
-
-DEFAULT_IMAGE = "fixrl-sandbox:base"
-"""The base image: Debian bookworm minbase with python3 and pytest (`fixrl sandbox build-image`)."""
-
-
-def open_sandbox(workspace: Path, backend: str = "local", image: str | None = None,
-                 limits: Limits | None = None) -> Sandbox:
-    """A new sandbox holding a copy of `workspace` at WORKDIR. `image` is for Docker only
-    (default DEFAULT_IMAGE). Raises SandboxError with what to do when it cannot start."""
-    if backend == "local":
-        from fixrl.sandbox.local import LocalSandbox
-
-        return LocalSandbox(Path(workspace), limits)
-    if backend == "docker":
-        from fixrl.sandbox.docker import DockerSandbox
-
-        return DockerSandbox(Path(workspace), image=image or DEFAULT_IMAGE, limits=limits)
-    raise ValueError(f"unknown sandbox backend {backend!r}: use one of {', '.join(BACKENDS)}")
-
 
 __all__ = ["WORKDIR", "DEFAULT_IMAGE", "BACKENDS", "ExecResult", "Limits", "Sandbox",
            "SandboxError", "SandboxPool", "SandboxConfig", "SandboxConfigError", "open_sandbox"]

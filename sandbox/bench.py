@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from fixrl.sandbox import DEFAULT_IMAGE, open_sandbox
 from rich.table import Table
+
+from fixrl.sandbox import DEFAULT_IMAGE, open_sandbox
+
 
 class BenchError(ValueError):
     """A benchmark that cannot run as asked (the message names the setting); every `fixrl bench`

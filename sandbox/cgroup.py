@@ -135,7 +135,7 @@ class SandboxCgroup:
     """The group's directory in each hierarchy (one for v2)."""
 
     @classmethod
-    def create(cls, limits: Limits) -> "SandboxCgroup | None":
+    def create(cls, limits: Limits) -> SandboxCgroup | None:
         """A new group with `limits` applied, or None where this host allows none (see
         `unavailable_reason`)."""
         _ensure_probed()
@@ -149,7 +149,7 @@ class SandboxCgroup:
             return None
 
     @classmethod
-    def _make(cls, layout: tuple[int, dict[str, Path]], limits: Limits, name: str) -> "SandboxCgroup":
+    def _make(cls, layout: tuple[int, dict[str, Path]], limits: Limits, name: str) -> SandboxCgroup:
         version, parents = layout
         group = cls(version, [])
         try:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from fixrl.sandbox.factory import BACKENDS
 from fixrl.sandbox.pool import SandboxPool
-
-BACKENDS = ("local", "docker")
 
 
 @dataclass

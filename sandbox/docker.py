@@ -35,6 +35,9 @@ import threading
 import uuid
 from pathlib import Path
 
+import requests.exceptions
+import tenacity
+
 from fixrl.sandbox import server
 from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
 from fixrl.sandbox.workspace import Pristine, changed_candidates, diff_contents, plan_restore, read_tree
@@ -56,13 +59,12 @@ ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp",
 
 _client = None
 _client_lock = threading.Lock()
-_live: dict[str, "DockerSandbox"] = {}
+_live: dict[str, DockerSandbox] = {}
 _live_lock = threading.Lock()
 
 
 def _docker_errors():
-    import docker.errors
-    import requests.exceptions
+    import docker.errors  # noqa: PLC0415 - the docker SDK only for the Docker backend
 
     return docker.errors, requests.exceptions
 
@@ -73,7 +75,7 @@ def client():
     global _client
     with _client_lock:
         if _client is None:
-            import docker
+            import docker  # noqa: PLC0415 - the docker SDK only for the Docker backend
 
             try:
                 # One HTTP connection per concurrent call: a pool of 30 sandboxes makes 30 at a time.
@@ -92,7 +94,6 @@ def client():
 def _retry_transient(fn, what: str):
     """Retry daemon calls that failed for reasons outside the sandbox (a busy daemon, a
     dropped connection), with tenacity; anything else is raised at once."""
-    import tenacity
 
     errors, req = _docker_errors()
 
@@ -196,7 +197,7 @@ class DockerSandbox:
     # ------------------------------------------------------------------ container
 
     def _start(self, workspace_mb: int, tmp_mb: int) -> None:
-        import docker
+        import docker  # noqa: PLC0415 - the docker SDK only for the Docker backend
 
         errors, req = _docker_errors()
         failures = (errors.DockerException, req.RequestException)
@@ -385,7 +386,7 @@ class DockerSandbox:
                 with _live_lock:
                     _live.pop(self.id, None)
 
-    def __enter__(self) -> "DockerSandbox":
+    def __enter__(self) -> DockerSandbox:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -230,7 +230,7 @@ class ForkingSandbox:
                 self.group.close()
         self.sb.close()
 
-    def __enter__(self) -> "ForkingSandbox":
+    def __enter__(self) -> ForkingSandbox:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
+import pathlib
 import shutil
 import subprocess
 import tempfile
 import time
 
 from fixrl.sandbox.base import SandboxError
+from fixrl.sandbox.docker import DockerSandbox, client
 
 log = logging.getLogger(__name__)
 
@@ -18,9 +20,8 @@ SUITE = "bookworm"
 
 
 def image_exists(tag: str) -> bool:
-    import docker.errors
+    import docker.errors  # noqa: PLC0415 - the docker SDK only for the Docker backend
 
-    from fixrl.sandbox.docker import client
 
     try:
         client().images.get(tag)
@@ -33,7 +34,6 @@ def build_image(tag: str, force: bool = False, mirror: str | None = None,
                 packages: tuple[str, ...] = PACKAGES) -> bool:
     """Build `tag` unless it exists (or `force`). Returns True when it built one.
     Raises SandboxError with what to do when a tool or the daemon is missing."""
-    from fixrl.sandbox.docker import client
 
     c = client()  # a clear error first if the daemon is not there
     if not force and image_exists(tag):
@@ -70,9 +70,7 @@ def build_image(tag: str, force: bool = False, mirror: str | None = None,
 
 def verify_image(tag: str) -> str:
     """Run `python -m pytest --version` in a sandbox of the image; returns its output."""
-    import pathlib
 
-    from fixrl.sandbox.docker import DockerSandbox
 
     with tempfile.TemporaryDirectory() as ws, DockerSandbox(pathlib.Path(ws), image=tag) as sb:
         r = sb.exec("python --version && python -m pytest --version", timeout=60)

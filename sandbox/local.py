@@ -205,7 +205,7 @@ def _rlimit_guess(output: str, limits: Limits) -> str:
             f"({unavailable_reason()})]\n")
 
 
-_live: dict[int, "LocalSandbox"] = {}
+_live: dict[int, LocalSandbox] = {}
 _live_lock = threading.Lock()
 
 
@@ -518,7 +518,7 @@ class LocalSandbox:
             with _live_lock:
                 _live.pop(id(self), None)
 
-    def __enter__(self) -> "LocalSandbox":
+    def __enter__(self) -> LocalSandbox:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -14,10 +14,13 @@ import contextlib
 import logging
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import ContextManager, Iterator
 
 from fixrl.sandbox.base import Limits, Sandbox, SandboxError
+from fixrl.sandbox.factory import open_sandbox
+from fixrl.sandbox.forking import ForkingSandbox
 
 log = logging.getLogger(__name__)
 
@@ -94,11 +97,7 @@ class SandboxPool:
         """Sandboxes discarded after a SandboxError."""
 
     def _open(self, workspace: Path, image: str | None) -> Sandbox:
-        from fixrl.sandbox import open_sandbox
-
         if self.forking:
-            from fixrl.sandbox.forking import ForkingSandbox
-
             sb = ForkingSandbox(workspace, self.limits)
         else:
             sb = open_sandbox(workspace, backend=self.backend, image=image, limits=self.limits)
@@ -108,8 +107,9 @@ class SandboxPool:
 
     def _take(self, workspace: Path, image: str | None) -> Sandbox:
         with self._lock:
-            for i, (img, sb) in enumerate(self._idle):
+            for i, (img, idle) in enumerate(self._idle):
                 if img == image or self.backend == "local":
+                    sb: Sandbox | None = idle
                     del self._idle[i]
                     break
             else:
@@ -166,13 +166,11 @@ class SandboxPool:
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
         if self.backend != "local":
-            from fixrl.sandbox import open_sandbox
-
             return open_sandbox(Path(workspace), backend=self.backend, image=image or self.image,
                                 limits=self.limits)
         return self._check_pool().acquire(workspace)
 
-    def _check_pool(self) -> "SandboxPool":
+    def _check_pool(self) -> SandboxPool:
         # Checks are CPU-bound: more of them at once than about twice the cores only adds
         # interpreters (30 MB each) and start-ups.
         with self._lock:
@@ -203,7 +201,6 @@ class SandboxPool:
             missing = self.size - len(self._idle)
         if missing <= 0:
             return 0
-        from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=min(missing, 8)) as ex:
             opened = list(ex.map(lambda _: self._open(Path(workspace), image), range(missing)))
@@ -221,7 +218,7 @@ class SandboxPool:
         if checks is not None:
             checks.close()
 
-    def __enter__(self) -> "SandboxPool":
+    def __enter__(self) -> SandboxPool:
         return self
 
     def __exit__(self, *exc) -> None:

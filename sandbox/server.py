@@ -19,8 +19,10 @@ exception class name, "message": text}.
 from __future__ import annotations
 
 import base64
+import ctypes
 import json
 import os
+import resource
 import select
 import shutil
 import signal
@@ -265,8 +267,6 @@ def clean_text(text: str) -> str:
 def _limit_child(pid: int, cpu_seconds: int | None, oom_first: bool) -> None:
     try:
         if cpu_seconds:
-            import resource
-
             resource.prlimit(pid, resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
         if oom_first:  # the OOM killer picks the command, never the server
             with open(f"/proc/{pid}/oom_score_adj", "w") as f:
@@ -666,7 +666,6 @@ def main() -> None:
     # make it killable by Ctrl-C from inside, so restore the default.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:  # non-dumpable: code of the same uid cannot ptrace or read our memory
-        import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
     except Exception:

@@ -90,8 +90,8 @@ def plan_restore(pristine: Pristine, current: dict[str, list]) -> tuple[list[str
             write.append(rel)  # apply() removes the old one first
     deleted = set(delete)
     for rel in pristine.entries:
-        if rel not in current or rel in deleted or any(rel.startswith(d + "/") for d in gone):
-            if rel not in write:
+        gone_now = rel not in current or rel in deleted or any(rel.startswith(d + "/") for d in gone)
+        if gone_now and rel not in write:
                 write.append(rel)
     return delete, write
 

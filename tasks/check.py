@@ -41,14 +41,21 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import re
 import secrets
 import shlex
+import shutil
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+from fixrl.sandbox.base import SandboxError
+from fixrl.sandbox.forking import ZygoteDied
+from fixrl.tasks.loader import field_text
+from fixrl.tasks.pytest_command import PytestCommand, parse_pytest_command
 
 if TYPE_CHECKING:
     from fixrl.sandbox.base import ExecResult, Sandbox
@@ -87,66 +94,6 @@ class CheckResult:
         if not names:
             return 1.0 if self.passed else 0.0
         return sum(self.tests.get(n) == "passed" for n in names) / len(names)
-
-
-# ---------------------------------------------------------------- parsing the command
-
-@dataclass(frozen=True)
-class PytestCommand:
-    env: list[str]
-    """Leading `NAME=value` assignments."""
-    python: str
-    python_flags: list[str]
-    args: list[str]
-    """pytest's own arguments."""
-
-
-_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_PYTHON_RE = re.compile(r"^(?:.*/)?python(?:3(?:\.\d+)?)?$")
-_PY_FLAGS = {"-B", "-u", "-O", "-OO", "-s", "-E", "-b", "-bb", "-I", "-P", "-q", "-v"}
-_PY_FLAGS_ARG = {"-X", "-W"}
-
-
-def parse_pytest_command(command: str) -> PytestCommand | None:
-    """Recognise a plain pytest invocation: `[VAR=val ...] (pytest | python [flags] -m pytest)
-    [args]`, with no shell operators or expansions. None for anything else."""
-    if any(ch in command for ch in "$`\n"):
-        return None
-    try:
-        lex = shlex.shlex(command, posix=True, punctuation_chars=True)
-        lex.whitespace_split = True
-        tokens = list(lex)
-    except ValueError:
-        return None
-    if any(t and all(c in "();<>|&" for c in t) for t in tokens):
-        return None
-    i = 0
-    env: list[str] = []
-    while i < len(tokens) and _ENV_RE.match(tokens[i]):
-        env.append(tokens[i])
-        i += 1
-    if i >= len(tokens):
-        return None
-    head = tokens[i]
-    if head.rsplit("/", 1)[-1] in ("pytest", "py.test"):
-        return PytestCommand(env, "python", [], tokens[i + 1:])
-    if not _PYTHON_RE.match(head):
-        return None
-    flags: list[str] = []
-    i += 1
-    while i < len(tokens) and tokens[i] != "-m":
-        t = tokens[i]
-        if t in _PY_FLAGS:
-            flags.append(t)
-        elif t in _PY_FLAGS_ARG and i + 1 < len(tokens):
-            flags += [t, tokens[i + 1]]
-            i += 1
-        else:
-            return None
-        i += 1
-    if i + 1 < len(tokens) and tokens[i] == "-m" and tokens[i + 1] == "pytest":
-        return PytestCommand(env, head, flags, tokens[i + 2:])
-    return None
 
 
 # ---------------------------------------------------------------- JUnit XML
@@ -514,13 +461,11 @@ def _answer_text(answer: str | None) -> str:
     return (answer or "").replace("\x00", "")[:MAX_ANSWER_CHARS]
 
 
-def clear_check_paths(task: "Task", root: Path) -> None:
+def clear_check_paths(task: Task, root: Path) -> None:
     """On a host directory about to be judged: remove whatever sits at the hidden check files'
     paths, and a symlink or file where one of their parent directories should be (what
     `run_check` otherwise does inside the sandbox, one command more per check). Never follows
     a link."""
-    import os
-    import shutil
 
     rels = [PurePosixPath(d) for d in task.check.files]
     if any(r.is_absolute() or ".." in r.parts for r in rels):  # the schema refuses these
@@ -539,10 +484,9 @@ def clear_check_paths(task: "Task", root: Path) -> None:
             target.unlink()
 
 
-def _write_check_files(task: "Task", sb: "Sandbox", paths_cleared: bool = False) -> None:
+def _write_check_files(task: Task, sb: Sandbox, paths_cleared: bool = False) -> None:
     if not task.check.files:
         return
-    from fixrl.tasks.loader import field_text
 
     if not paths_cleared:
         # Whatever sits at those paths (a file the agent made, a symlink, a directory) goes first,
@@ -558,7 +502,7 @@ def _write_check_files(task: "Task", sb: "Sandbox", paths_cleared: bool = False)
         sb.write_file(dest, field_text(task, content))
 
 
-def run_check(task: "Task", sb: "Sandbox", answer: str | None = None, *,
+def run_check(task: Task, sb: Sandbox, answer: str | None = None, *,
               paths_cleared: bool = False) -> CheckResult:
     """Judge the repository state in `sb`'s WORKDIR with the task's hidden check.
 
@@ -568,7 +512,6 @@ def run_check(task: "Task", sb: "Sandbox", answer: str | None = None, *,
     paths_cleared: the caller loaded `sb` from a directory it passed to `clear_check_paths`
     (and ran no setup since), so nothing needs removing first.
     """
-    from fixrl.sandbox.base import SandboxError
 
     start = time.monotonic()
     try:
@@ -579,7 +522,7 @@ def run_check(task: "Task", sb: "Sandbox", answer: str | None = None, *,
     return result
 
 
-def _run_check(task: "Task", sb: "Sandbox", answer: str | None, paths_cleared: bool) -> CheckResult:
+def _run_check(task: Task, sb: Sandbox, answer: str | None, paths_cleared: bool) -> CheckResult:
     check = task.check
     env_prefix = ""
     if answer is not None or task.kind == "question":
@@ -637,7 +580,7 @@ class PythonForker(Protocol):
     forking: bool
 
     def fork_python(self, prelude: str, entry: str, kwargs: dict, *, env: dict[str, str] | None = None,
-                    timeout: float = 60.0) -> "ExecResult": ...
+                    timeout: float = 60.0) -> ExecResult: ...
 
 
 _FORK_PYTHONS = ("python", "python3")
@@ -658,9 +601,7 @@ def _fork_env(parsed: PytestCommand, answer: str | None) -> dict[str, str] | Non
     return env
 
 
-def _run_forked(task: "Task", sb: PythonForker, parsed: PytestCommand, env: dict[str, str]) -> CheckResult:
-    from fixrl.sandbox.forking import ZygoteDied
-
+def _run_forked(task: Task, sb: PythonForker, parsed: PytestCommand, env: dict[str, str]) -> CheckResult:
     check = task.check
     key = secrets.token_bytes(32)
     # The forking sandbox's /tmp is cleared before its next use: no directory to remove.
@@ -686,14 +627,14 @@ def _pytest_args(parsed: PytestCommand, junit_path: str) -> list[str]:
                                 f"--junitxml={junit_path}"]
 
 
-def _read(sb: "Sandbox", path: str) -> str | None:
+def _read(sb: Sandbox, path: str) -> str | None:
     try:
         return sb.read_file(path)
     except (FileNotFoundError, IsADirectoryError, PermissionError, UnicodeDecodeError):
         return None
 
 
-def _verdict(task: "Task", sb: "Sandbox", res, key: bytes, report_path: str, junit_path: str) -> CheckResult:
+def _verdict(task: Task, sb: Sandbox, res, key: bytes, report_path: str, junit_path: str) -> CheckResult:
     named = list(task.check.tests)
     if res.timed_out:
         return CheckResult("fail", tests={t: "missing" for t in named}, exit_code=res.exit_code,
@@ -729,7 +670,8 @@ def _verdict(task: "Task", sb: "Sandbox", res, key: bytes, report_path: str, jun
         tests.setdefault(t, "missing")
 
     if report.get("tamper"):
-        return fail(f"the test machinery (pytest, unittest or builtins) was modified during the run: {', '.join(report['tamper'][:3])}", tests)
+        return fail("the test machinery (pytest, unittest or builtins) was modified during the run: "
+                    f"{', '.join(report['tamper'][:3])}", tests)
     required = named or list(tests)
     if not required:
         return fail("no tests ran (zero collected)", tests)

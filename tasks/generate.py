@@ -29,7 +29,6 @@ that its issue text is a full description (one or two symptoms from the failing 
 """
 from __future__ import annotations
 
-import ast
 import difflib
 import json
 import logging
@@ -45,9 +44,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
+from fixrl.sandbox import SandboxError, SandboxPool
+from fixrl.tasks import is_test_path  # the tasks engineer's rule, when present
 from fixrl.tasks.issue_text import Failure, Symptom, symptom, write_issue
+from fixrl.tasks.loader import load_suite_config, load_task
 from fixrl.tasks.mutate import OPERATORS, Mutant, list_functions, mutants
+from fixrl.tasks.pytest_command import parse_pytest_command
+from fixrl.tasks.schema import Suite
+from fixrl.tasks.validate import validate_suite
 
 log = logging.getLogger(__name__)
 
@@ -196,8 +204,6 @@ class GenerateReport:
 
 def _is_test_path(path: str) -> bool:
     try:
-        from fixrl.tasks import is_test_path  # the tasks engineer's rule, when present
-
         return is_test_path(path)
     except ImportError:
         parts = path.split("/")
@@ -245,8 +251,6 @@ _DROP_ARGS = {"-x", "--exitfirst", "--lf", "--last-failed", "--ff", "--failed-fi
 
 
 def _pytest_parts(test_cmd: str):
-    from fixrl.tasks.check import parse_pytest_command
-
     parsed = parse_pytest_command(test_cmd)
     if parsed is None:
         raise GenerateError(
@@ -419,7 +423,6 @@ def generate(repo: Path, test_cmd: str, out: Path, max_tasks: int | None = None,
     report = GenerateReport(given[0], given[1], test_cmd, seed)
     report.per_op = {op: OpStats() for op in (ops or OPERATORS)}
 
-    from fixrl.sandbox import SandboxError, SandboxPool
 
     with tempfile.TemporaryDirectory(prefix="fixrl-gen-") as tmp:
         work = Path(tmp) / "repo"
@@ -728,9 +731,6 @@ def _remove_task(out: Path, tid: str) -> None:
 def _validate(out: Path, ids: list[str], backend: str, workers: int, repeats: int) -> dict[str, tuple[bool, str]]:
     """task id -> (valid, why not), by `tasks.validate` (check fails on the bug, passes with the
     fix, the same verdict on every repeat, the public tests run)."""
-    from fixrl.tasks.loader import load_suite_config, load_task
-    from fixrl.tasks.schema import Suite
-    from fixrl.tasks.validate import validate_suite
 
     config = load_suite_config(out)
     loaded = []
@@ -756,10 +756,9 @@ class _progress:
     def __enter__(self):
         if not self.enabled:
             return lambda c: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self._p = Progress(TextColumn("mutants"), BarColumn(), MofNCompleteColumn(), TextColumn("kept {task.fields[kept]}"),
-                           TimeElapsedColumn(), transient=True)
+        self._p = Progress(TextColumn("mutants"), BarColumn(), MofNCompleteColumn(),
+                           TextColumn("kept {task.fields[kept]}"), TimeElapsedColumn(), transient=True)
         self._p.__enter__()
         self._t = self._p.add_task("mutants", total=self.total, kept=0)
 
@@ -778,9 +777,6 @@ class _progress:
 # Output and the command
 
 def print_report(report: GenerateReport, console=None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     console = console or Console()
     if not console.is_terminal:
         console = Console(width=max(console.width, 150))
@@ -800,21 +796,3 @@ def print_report(report: GenerateReport, console=None) -> None:
                   f"({report.train} train, {report.heldout} heldout) written to {report.out} in {report.seconds:.0f} s")
     for tid, why in sorted(report.invalid_reasons.items()):
         console.print(f"  dropped {tid}: {why}")
-
-
-def main(args) -> int:
-    """Entry point for `fixrl tasks generate` (args: repo, test_cmd, out, max, seed, backend,
-    heldout_frac; optional: workers, json)."""
-    from fixrl.harness.cli import UserError
-
-    try:
-        report = generate(Path(args.repo), args.test_cmd, Path(args.out), max_tasks=args.max, seed=args.seed,
-                          backend=args.backend, heldout_frac=args.heldout_frac,
-                          workers=getattr(args, "workers", None), progress=not getattr(args, "json", False))
-    except GenerateError as e:
-        raise UserError(str(e)) from None
-    if getattr(args, "json", False):
-        print(json.dumps(report.to_json(), indent=2))
-    else:
-        print_report(report)
-    return 0 if report.valid > 0 else 1

@@ -44,8 +44,8 @@ def _statement_at(tree: ast.Module, line: int) -> ast.stmt | None:
     """The innermost statement spanning `line`."""
     best: ast.stmt | None = None
     for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
-            if best is None or (node.end_lineno or 0) - node.lineno <= (best.end_lineno or 0) - best.lineno:
+        covers = isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno)
+        if covers and (best is None or (node.end_lineno or 0) - node.lineno <= (best.end_lineno or 0) - best.lineno):
                 best = node
     return best
 
@@ -180,7 +180,8 @@ def symptom(failure: Failure, test_source: str, test_path: str) -> Symptom | Non
             if actual is None or not isinstance(call_side, ast.Call):
                 return None
             if isinstance(op, (ast.Eq, ast.Is)):
-                return Symptom(call_text, callee, f"Calling `{call_text}` returns `{actual}`, but `{expected}` was expected.")
+                return Symptom(call_text, callee,
+                               f"Calling `{call_text}` returns `{actual}`, but `{expected}` was expected.")
             if isinstance(op, (ast.NotEq, ast.IsNot)):
                 return Symptom(call_text, callee, f"Calling `{call_text}` returns `{actual}`, which is wrong.")
             if type(op) in _COMPARE_WORDS and call_first:

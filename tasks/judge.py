@@ -24,7 +24,7 @@ OpenCheck = Callable[[Path], ContextManager["Sandbox"]]
 """Opens a sandbox holding a copy of a host directory, e.g. `pool.check_sandbox`."""
 
 
-def judge_tree(task: "Task", tree: Path, open_check: OpenCheck, answer: str | None = None) -> CheckResult:
+def judge_tree(task: Task, tree: Path, open_check: OpenCheck, answer: str | None = None) -> CheckResult:
     """The check's verdict on the state in `tree` (a host directory this call may change: the
     hidden check files' paths are cleared in it first). The task's setup runs in the check
     sandbox before the check. Raises TaskError when setup fails and SandboxError when the

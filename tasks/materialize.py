@@ -63,9 +63,8 @@ def _ignore(directory: str, names: list[str]) -> set[str]:
     out = set()
     for n in names:
         full = os.path.join(directory, n)
-        if n in STRIP_DIRS and os.path.isdir(full) and not os.path.islink(full):
-            out.add(n)
-        elif n in STRIP_FILES or n.endswith(STRIP_SUFFIXES):
+        strip_dir = n in STRIP_DIRS and os.path.isdir(full) and not os.path.islink(full)
+        if strip_dir or n in STRIP_FILES or n.endswith(STRIP_SUFFIXES):
             out.add(n)
     return out
 
@@ -239,7 +238,7 @@ def materialize(task: Task, dest: Path, state: State = "buggy", *, cache: bool =
     return dest
 
 
-def run_setup(task: Task, sb: "Sandbox") -> list["ExecResult"]:
+def run_setup(task: Task, sb: Sandbox) -> list[ExecResult]:
     """Run the task's setup commands in the sandbox's workspace; TaskError if one fails or
     times out (SandboxError passes through: the sandbox, not the task, failed)."""
     results = []

@@ -135,7 +135,7 @@ def _lines(source: str) -> list[str]:
 
 def _index(lines: list[str], lineno: int, col: int) -> int:
     """String index of (1-based line, UTF-8 byte column), as ast reports positions."""
-    before = sum(len(l) for l in lines[: lineno - 1])
+    before = sum(len(line) for line in lines[: lineno - 1])
     return before + len(lines[lineno - 1].encode("utf-8")[:col].decode("utf-8", "replace"))
 
 
@@ -164,7 +164,7 @@ def _splice_function(source: str, fn_old: ast.AST, fn_new: ast.AST, tree: ast.AS
     first = min([fn_old.lineno] + [d.lineno for d in fn_old.decorator_list])  # type: ignore[attr-defined]
     indent = re.match(r"[ \t]*", lines[first - 1]).group(0)  # type: ignore[union-attr]
     newline = "\n"
-    body = "".join(indent + l + newline if l else newline for l in ast.unparse(fn_new).split("\n"))
+    body = "".join(indent + line + newline if line else newline for line in ast.unparse(fn_new).split("\n"))
     candidate = "".join(lines[: first - 1]) + body + "".join(lines[fn_old.end_lineno:])  # type: ignore[attr-defined]
     return candidate if _same(tree, candidate) else None
 
@@ -747,7 +747,8 @@ FAMILIES: dict[str, tuple] = {
     # name: (find sites, mutation move, describe, repair find, repair move)
     "flip_comparison": (_flip_sites, _move_flip, _d_flip, _flip_sites, _move_flip),
     "off_by_one": (_obo_sites, _move_obo,
-                   lambda s, site: f"`{_segment(s, site[0])}` -> `{ast.unparse(_obo_mutate(copy.deepcopy(site[0]), site[1]))}`",
+                   lambda s, site: (f"`{_segment(s, site[0])}` -> "
+                                    f"`{ast.unparse(_obo_mutate(copy.deepcopy(site[0]), site[1]))}`"),
                    _obo_sites, _move_obo_repair),
     "swap_minmax": (_minmax_sites, _move_minmax, lambda s, n: f"`{n.func.id}` swapped in `{_segment(s, n)}`",
                     _minmax_sites, _move_minmax),

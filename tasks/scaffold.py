@@ -15,6 +15,7 @@ from pathlib import Path
 
 import yaml
 
+from fixrl.sandbox import open_sandbox
 from fixrl.tasks.loader import TaskError
 from fixrl.tasks.materialize import apply_patch, changed_paths, copy_repo, diff_dirs, strip_tree
 from fixrl.tasks.schema import TASK_ID_RE, Task
@@ -52,7 +53,6 @@ def parse_collected(output: str, dest: str) -> list[str]:
 
 def collect_tests(workspace: Path, dest: str, backend: str = "local", timeout: float = 120.0) -> list[str]:
     """Collect the node ids of one test file by running pytest in a sandbox."""
-    from fixrl.sandbox import open_sandbox
 
     cmd = (f"python -m pytest --collect-only -q -p no:cacheprovider -o addopts= --rootdir=. "
            f"'{dest}'")

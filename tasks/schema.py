@@ -38,6 +38,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from fixrl.tasks.pytest_command import parse_pytest_command
+
 TASK_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 DEFAULT_TOOLS = ["read", "test", "edit", "submit"]
 
@@ -92,8 +94,7 @@ class Check(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _tests_need_pytest(self) -> "Check":
-        from fixrl.tasks.check import parse_pytest_command
+    def _tests_need_pytest(self) -> Check:
 
         if self.tests and parse_pytest_command(self.command) is None:
             raise ValueError(
@@ -104,7 +105,6 @@ class Check(_Strict):
 
     @property
     def is_pytest(self) -> bool:
-        from fixrl.tasks.check import parse_pytest_command
 
         return parse_pytest_command(self.command) is not None
 
@@ -193,7 +193,7 @@ class Task(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _kind_fields(self) -> "Task":
+    def _kind_fields(self) -> Task:
         if self.bug is not None and self.bug_files:
             raise ValueError("give either `bug` (a patch) or `bug_files` (file contents), not both")
         if self.kind == "fix" and not (self.fix and self.fix.strip()):

@@ -26,10 +26,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from fixrl.tasks.check import CheckResult, parse_pytest_command
+from fixrl.sandbox.base import SandboxError
+from fixrl.sandbox.pool import SandboxPool
+from fixrl.tasks.check import CheckResult
 from fixrl.tasks.judge import judge_tree
 from fixrl.tasks.loader import TaskError, field_text, load_suite_lenient
 from fixrl.tasks.materialize import materialize, run_setup
+from fixrl.tasks.pytest_command import parse_pytest_command
 from fixrl.tasks.schema import Suite, Task
 
 if TYPE_CHECKING:
@@ -81,7 +84,7 @@ def _public_tests(task: Task, sb) -> str | None:
     return None
 
 
-def _public_problems(task: Task, pool: "SandboxPool", tree: Path) -> list[str]:
+def _public_problems(task: Task, pool: SandboxPool, tree: Path) -> list[str]:
     """Why the public test command does not run on `tree` in an agent's kind of sandbox
     (setup included). Raises SandboxError."""
     with pool.acquire(tree, image=task.image) as sb:
@@ -93,10 +96,9 @@ def _public_problems(task: Task, pool: "SandboxPool", tree: Path) -> list[str]:
         return [problem] if problem else []
 
 
-def _judge(task: Task, pool: "SandboxPool", run: _Run, repeats: int) -> tuple[list[CheckResult], list[str]]:
+def _judge(task: Task, pool: SandboxPool, run: _Run, repeats: int) -> tuple[list[CheckResult], list[str]]:
     """Judge one state `repeats` times in the check sandboxes rollouts use (`tasks.judge`):
     (results, problems). Raises SandboxError."""
-    from fixrl.sandbox.base import SandboxError
 
     results: list[CheckResult] = []
     open_check = functools.partial(pool.check_sandbox, image=task.image)
@@ -116,10 +118,9 @@ def _judge(task: Task, pool: "SandboxPool", run: _Run, repeats: int) -> tuple[li
     return results, []
 
 
-def _judge_retrying(task: Task, pool: "SandboxPool", run: _Run, repeats: int, public: bool,
+def _judge_retrying(task: Task, pool: SandboxPool, run: _Run, repeats: int, public: bool,
                     reasons: list[str]) -> list[CheckResult]:
     """`_judge` (after the public tests, for the first state), once more if the sandbox itself failed."""
-    from fixrl.sandbox.base import SandboxError
 
     last: Exception | None = None
     for _ in range(2):
@@ -135,7 +136,7 @@ def _judge_retrying(task: Task, pool: "SandboxPool", run: _Run, repeats: int, pu
     return []
 
 
-def validate_task(task: Task, pool: "SandboxPool", repeats: int = 3) -> ValidationResult:
+def validate_task(task: Task, pool: SandboxPool, repeats: int = 3) -> ValidationResult:
     """Validate one task in sandboxes from `pool` (see the module docstring for what is checked)."""
     start = time.monotonic()
     out = ValidationResult(task.id, ok=False, file=str(task.source_file) if task.source_file else None)
@@ -210,7 +211,6 @@ def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2
                    progress: Callable[[ValidationResult], None] | None = None) -> list[ValidationResult]:
     """Validate every task of a suite (a Suite, or a path: then bad task files are results too,
     one per file), `jobs` tasks at a time in a pool of as many sandboxes."""
-    from fixrl.sandbox.pool import SandboxPool
 
     results: list[ValidationResult] = []
     if isinstance(suite, Suite):

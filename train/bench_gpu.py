@@ -25,9 +25,13 @@ import sys
 import time
 from pathlib import Path
 
+from rich.console import Console
+from rich.table import Table
+
 from fixrl.harness.agent.precision import PRECISIONS
+from fixrl.sandbox.bench import BenchError
 from fixrl.train.bench_grpo import MIB, WORKER, add_shape_arguments, check_layouts, predicted, shape_of, worker_argv
-from fixrl.train.bench_proc import BenchError, WorkerFailed, run_worker
+from fixrl.train.bench_proc import WorkerFailed, run_worker
 from fixrl.train.memory_model import T4_BYTES
 
 MIN_SECONDS = 30
@@ -47,7 +51,7 @@ def add_arguments(parser) -> None:
 
 
 def _check_device(device: str) -> dict:
-    import torch
+    import torch  # noqa: PLC0415 - the command line imports this bench for its flags
 
     info = {"device": device, "torch": torch.__version__, "cuda": torch.version.cuda}
     if device.startswith("cuda"):
@@ -138,9 +142,6 @@ def _write(path: Path, report: dict) -> None:
 
 
 def _print(report: dict, out: Path) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     c = Console(width=150)
     m = report["machine"]
     cap = report["cap_bytes"]
@@ -153,7 +154,7 @@ def _print(report: dict, out: Path) -> None:
     for r in report["results"]:
         fits = {True: "yes", False: "NO", None: "-"}[r["fits"]]
 
-        def f(key, fmt):
+        def f(key, fmt, r=r):
             return "-" if r.get(key) is None else fmt.format(r[key])
 
         t.add_row(r["model"], str(r["tokens"]), fits, f("peak_allocated_mib", "{:.0f}"), f("predicted_mib", "{:.0f}"),

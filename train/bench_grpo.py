@@ -23,9 +23,13 @@ import argparse
 import json
 import sys
 
+from rich.console import Console
+from rich.table import Table
+
 from fixrl.harness.agent.precision import PRECISIONS
+from fixrl.sandbox.bench import BenchError
 from fixrl.train.bench_logprobs import layout
-from fixrl.train.bench_proc import BenchError, WorkerFailed, available_gib, run_worker
+from fixrl.train.bench_proc import WorkerFailed, available_gib, run_worker
 from fixrl.train.memory_model import GIB, QWEN25, SHAPES, T4_BYTES, ModelShape, predict
 
 MIB = 2 ** 20
@@ -196,9 +200,6 @@ def _ratios(runs: list[dict], tokens: int) -> dict[str, float]:
 
 
 def _print(r: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     c = Console(width=150)
     c.print(f"[bold]fixrl bench grpo-step[/]: {r['what']}", markup=True)
     c.print(f"memory: {r['memory_method']}", markup=False)

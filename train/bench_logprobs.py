@@ -34,12 +34,23 @@ CPU time is the work done. Wall-clock seconds of the same run are reported besid
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
 
-from fixrl.train.bench_proc import (BenchError, WorkerFailed, available_gib, cpu_seconds, reset_peak, run_worker,
-                                    status_mib)
+from rich.console import Console
+from rich.table import Table
+
+from fixrl.sandbox.bench import BenchError
+from fixrl.train.bench_proc import (
+    WorkerFailed,
+    available_gib,
+    cpu_seconds,
+    reset_peak,
+    run_worker,
+    status_mib,
+)
 
 VOCAB, HIDDEN, HEADS, KV_HEADS, INTERMEDIATE = 151_936, 896, 14, 2, 4_864
 REAL_LAYERS = 24
@@ -94,13 +105,11 @@ def largest_chunk(n: int, chunk_size: int) -> int:
 
 # ----------------------------------------------------------------------------- worker side
 def _worker(args) -> dict:
-    import gc
+    import torch  # noqa: PLC0415 - the command line imports this bench for its flags
+    from peft import LoraConfig, get_peft_model  # noqa: PLC0415 - the command line imports this bench for its flags
+    from transformers import Qwen2Config, Qwen2ForCausalLM  # noqa: PLC0415 - the command line imports this bench for its flags
 
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    from fixrl.train.logprobs import head_log_probs, plain_log_probs, reply_log_probs, split_causal_lm
+    from fixrl.train.logprobs import head_log_probs, plain_log_probs, reply_log_probs, split_causal_lm  # noqa: PLC0415 - torch: the command line imports this bench for its flags
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -264,9 +273,6 @@ def run(args) -> int:
 
 
 def _print(r: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     c = Console()
     t = r["trajectory"]
     c.print(f"[bold]fixrl bench logprobs[/]: {r['model']}")

@@ -18,8 +18,6 @@ import resource
 import subprocess
 import sys
 
-from fixrl.sandbox.bench import BenchError  # the one error of every `fixrl bench`
-
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "131072"}
 
 

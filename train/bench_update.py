@@ -48,9 +48,9 @@ TEXT_VOCAB = 151_643
 def random_model(shape: ModelShape, precision: str, device: Any, rank: int) -> Any:
     """A Qwen2 causal LM of `shape` with random weights in the setting's dtype, on `device`,
     with a new LoRA adapter of rank `rank` (alpha 2r) on every linear layer."""
-    from transformers import AutoModelForCausalLM, Qwen2Config
+    from transformers import AutoModelForCausalLM, Qwen2Config  # noqa: PLC0415 - the command line imports this bench for its flags
 
-    from fixrl.train.model import make_trainable
+    from fixrl.train.model import make_trainable  # noqa: PLC0415 - torch: the command line imports this bench for its flags
 
     cfg = Qwen2Config(vocab_size=shape.vocab, hidden_size=shape.hidden, intermediate_size=shape.intermediate,
                       num_hidden_layers=shape.layers, num_attention_heads=shape.heads,
@@ -82,7 +82,7 @@ class UpdateRig:
     the setting's loss scaler, kept across updates."""
 
     def __init__(self, model: Any, precision: str, chunk_size: int) -> None:
-        from fixrl.train.model import trainable_parameters
+        from fixrl.train.model import trainable_parameters  # noqa: PLC0415 - torch: the command line imports this bench for its flags
 
         self.model = model
         self.cfg = make_config("dynamic_mean", precision=precision, chunk_size=chunk_size, learning_rate=1e-5)
@@ -92,7 +92,7 @@ class UpdateRig:
         self.steps = 0
 
     def update(self, groups: list[list[Trajectory]]) -> dict[str, Any]:
-        from fixrl.train.grpo import Learner, grpo_update
+        from fixrl.train.grpo import Learner, grpo_update  # noqa: PLC0415 - torch: the command line imports this bench for its flags
 
         self.steps += 1
         learner = Learner(self.model, _PadZero(), self.optimizer, self.scheduler, self.scaler, None,
@@ -177,7 +177,7 @@ def _free(device: torch.device) -> None:
 def measure_layer(model: Any, tokens: int, precision: str, probe: Probe) -> dict[str, Any]:
     """One block's forward + backward, not checkpointed: a one-layer model over `tokens`
     positions whose last one is the only reply token."""
-    from fixrl.train.logprobs import reply_log_probs
+    from fixrl.train.logprobs import reply_log_probs  # noqa: PLC0415 - torch: the command line imports this bench for its flags
 
     device = next(model.parameters()).device
     ids = torch.randint(0, TEXT_VOCAB, (1, tokens), generator=torch.Generator().manual_seed(2)).to(device)
@@ -193,7 +193,7 @@ def measure_layer(model: Any, tokens: int, precision: str, probe: Probe) -> dict
 def measure_head(model: Any, reply: int, chunk_size: int, precision: str, probe: Probe) -> dict[str, Any]:
     """The chunked output head's forward + backward over `reply` positions (hidden states given),
     with the entropy the update logs."""
-    from fixrl.train.logprobs import head_log_probs, split_causal_lm
+    from fixrl.train.logprobs import head_log_probs, split_causal_lm  # noqa: PLC0415 - torch: the command line imports this bench for its flags
 
     _, head = split_causal_lm(model)
     device = head.weight.device

@@ -276,7 +276,7 @@ class GRPOConfig(LoRAConfig):
         if not (isinstance(reward, str) and reward in ("hidden", "public")) and not callable(reward):
             raise bad("env.reward", 'must be "hidden", "public", "module:function" or a callable')
 
-    def updated(self, **changes: Any) -> "GRPOConfig":
+    def updated(self, **changes: Any) -> GRPOConfig:
         """A copy with `changes` (any names `upgrade` knows). A value derived from other fields
         (epsilon_high, loss_constant, groups_per_rollout) is derived again from the new ones,
         unless it was set to something else or is among the changes."""
@@ -306,12 +306,12 @@ class GRPOConfig(LoRAConfig):
         path.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
 
     @classmethod
-    def load(cls, path: Path, **overrides: Any) -> "GRPOConfig":
+    def load(cls, path: Path, **overrides: Any) -> GRPOConfig:
         """A saved config.json with `overrides` (any names `upgrade` knows) applied over it."""
         return cls.from_dict(merge(json.loads(Path(path).read_text()), overrides))
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "GRPOConfig":
+    def from_dict(cls, d: dict[str, Any]) -> GRPOConfig:
         """From a config.json (any version: earlier names and flat fields are upgraded)."""
         d = upgrade(d)
         names = {f.name for f in dataclasses.fields(cls)}
@@ -454,7 +454,7 @@ class SFTConfig(LoRAConfig):
                              "(or None: by device)")
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SFTConfig":
+    def from_dict(cls, d: dict[str, Any]) -> SFTConfig:
         """From a saved sft_config.json's "config" (earlier names accepted: `epochs`)."""
         d = dict(d)
         if "epochs" in d:

@@ -45,6 +45,7 @@ from typing import Any, Iterator
 
 import numpy as np
 import torch
+
 from fixrl import tasks as tasks_pkg
 from fixrl.evals.run import evaluate
 from fixrl.harness.agent.policies import Policy, TimedPolicy

@@ -124,7 +124,7 @@ class LossStats:
     ratio_min: float = float("inf")
     ratio_max: float = float("-inf")
 
-    def add(self, other: "LossStats") -> None:
+    def add(self, other: LossStats) -> None:
         self.tokens += other.tokens
         self.clipped += other.clipped
         self.approx_kl += other.approx_kl

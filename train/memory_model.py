@@ -56,7 +56,7 @@ class ModelShape:
     def head_dim(self) -> int:
         return self.hidden // self.heads
 
-    def with_layers(self, layers: int) -> "ModelShape":
+    def with_layers(self, layers: int) -> ModelShape:
         return ModelShape(f"{self.name} ({layers} of {self.layers} layers)", layers, self.hidden, self.intermediate,
                           self.heads, self.kv_heads, self.vocab, self.tied)
 

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import torch
+from peft import LoraConfig, PeftModel, get_peft_model
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
 from fixrl.harness.agent.precision import PrecisionError, compute_dtype, resolve_precision
 from fixrl.train.config import ALL_LINEAR, LoRAConfig
 from fixrl.train.errors import ModelError
 from fixrl.train.precision import cast_for_training
-from peft import LoraConfig, PeftModel, get_peft_model
-from transformers import AutoModelForCausalLM, AutoTokenizer
 
 
 def check_model_dir(path: str | Path) -> Path:
@@ -43,7 +44,6 @@ def check_adapter_dir(path: str | Path) -> Path:
 
 
 def pick_device(device: str | None) -> Any:
-
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -85,10 +85,8 @@ def make_trainable(model: Any, adapter: str | Path | None, lora: LoRAConfig, dev
     if lora.full_finetune:
         model.requires_grad_(True)
     elif adapter is not None:
-
         model = PeftModel.from_pretrained(model, str(check_adapter_dir(adapter)), is_trainable=True)
     else:
-
         targets = lora.lora_target_modules
         peft_cfg = LoraConfig(r=lora.lora_rank, lora_alpha=lora.lora_alpha, lora_dropout=lora.lora_dropout,
                               target_modules=targets if targets != ALL_LINEAR else "all-linear",
@@ -146,7 +144,6 @@ class Reference:
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
-
         if self.mode == "base":
             with self.model.disable_adapter():
                 yield

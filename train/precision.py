@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ContextManager
 
 import torch
+
 from fixrl.harness.agent.precision import autocast, compute_dtype, resolve_precision
 
 

@@ -89,7 +89,7 @@ class DynamicSampler:
         self.draws: dict[str, int] = {}
 
     @classmethod
-    def from_config(cls, tasks: Sequence[Any], cfg: Any) -> "DynamicSampler":
+    def from_config(cls, tasks: Sequence[Any], cfg: Any) -> DynamicSampler:
         return cls(tasks, num_generations=cfg.num_generations, dynamic_sampling=cfg.dynamic_sampling,
                    min_mixed_groups=cfg.min_mixed_groups, max_group_tries=cfg.max_group_tries,
                    groups_per_rollout=cfg.groups_per_rollout, tasks_per_step=cfg.tasks_per_step,
@@ -124,10 +124,10 @@ class DynamicSampler:
         for _ in range(len(self.tasks)):
             task = self.tasks[self._next_index()]
             st = self.status(task.id)
-            if (st == "solved" and self.skip_solved) or (st == "hopeless" and self.skip_hopeless):
-                if self.rng.random() >= self.keep_prob:
-                    skipped[st] += 1
-                    continue
+            skippable = (st == "solved" and self.skip_solved) or (st == "hopeless" and self.skip_hopeless)
+            if skippable and self.rng.random() >= self.keep_prob:
+                skipped[st] += 1
+                continue
             break
         # a full pass of skips: take the task anyway rather than loop
         self.draws[task.id] = self.draws.get(task.id, 0) + 1

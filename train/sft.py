@@ -30,6 +30,7 @@ from typing import Any, Callable, ContextManager, Iterator
 
 import numpy as np
 import torch
+
 from fixrl.harness.agent.chat import END_OF_TURN
 from fixrl.train.config import SFTConfig
 from fixrl.train.errors import DataError

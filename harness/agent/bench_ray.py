@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.envs.types import Malformed, ToolCall
@@ -42,7 +44,6 @@ from fixrl.harness.agent.ray_pool import RESOURCE, WorkerPool, connect
 from fixrl.harness.agent.ray_rollouts import RayRollouts
 from fixrl.sandbox import SandboxConfig, SandboxPool
 from fixrl.tasks.suites import GYM_SUITE
-from rich.table import Table
 
 CHECK_SECONDS_PROJECTED = 10.0
 

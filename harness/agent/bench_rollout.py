@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from rich.table import Table
+
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.harness.agent.local import LocalRollouts
@@ -31,7 +33,6 @@ from fixrl.harness.agent.tiny import cache_dir, init_tiny, make_tiny_suite
 from fixrl.sandbox import SandboxConfig
 from fixrl.sandbox.bench import BenchError
 from fixrl.tasks.check import PRELUDE
-from rich.table import Table
 
 
 @dataclass

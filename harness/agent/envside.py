@@ -41,16 +41,16 @@ class EnvSide(Protocol):
     capacity: int
     """Episodes that may be live at once (the sandboxes behind them)."""
 
-    def start(self, key: int, task: Task, seed: int) -> "Future[Started]":
+    def start(self, key: int, task: Task, seed: int) -> Future[Started]:
         """Start an episode of `task` (its sandbox, setup, renaming). The future raises
         SandboxError when the sandbox could not be started."""
         ...
 
-    def step(self, key: int, call: ToolCall | Malformed) -> "Future[StepResult]":
+    def step(self, key: int, call: ToolCall | Malformed) -> Future[StepResult]:
         """Send one tool call; the future holds the observation (SandboxError: the sandbox died)."""
         ...
 
-    def finish(self, key: int, status: str | None) -> "Future[tuple[float, EpisodeInfo]]":
+    def finish(self, key: int, status: str | None) -> Future[tuple[float, EpisodeInfo]]:
         """End the episode (`status`: why the loop ended it, e.g. `out_of_tokens`; None when the
         env ended it) and score it with the hidden check; the episode's resources are released."""
         ...

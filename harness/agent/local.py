@@ -56,13 +56,13 @@ class LocalEnvSide:
         wanted = env_config.check_backend
         self._checks = pool.check_sandbox if wanted in (None, pool.backend) else None
 
-    def start(self, key: int, task: Task, seed: int) -> "Future[Started]":
+    def start(self, key: int, task: Task, seed: int) -> Future[Started]:
         return self._threads.submit(self._start, key, task, seed)
 
-    def step(self, key: int, call: ToolCall | Malformed) -> "Future[StepResult]":
+    def step(self, key: int, call: ToolCall | Malformed) -> Future[StepResult]:
         return self._threads.submit(self._env(key).step, call)
 
-    def finish(self, key: int, status: str | None) -> "Future[tuple[float, EpisodeInfo]]":
+    def finish(self, key: int, status: str | None) -> Future[tuple[float, EpisodeInfo]]:
         return self._threads.submit(self._finish, key, status)
 
     def abort(self, key: int, error: str) -> EpisodeInfo:
@@ -153,7 +153,7 @@ class LocalRollouts:
     def backend(self) -> str:
         return self.sandbox.backend
 
-    def with_env(self, env: EnvConfig, *, max_total_tokens: int | None = None) -> "LocalRollouts":
+    def with_env(self, env: EnvConfig, *, max_total_tokens: int | None = None) -> LocalRollouts:
         """Rollouts over the same sandboxes with other episode settings (closing it is a no-op)."""
         child = LocalRollouts(self.suite, env, self.sandbox,
                               max_total_tokens=max_total_tokens if max_total_tokens is not None
@@ -181,7 +181,7 @@ class LocalRollouts:
             self._pool.close()
             self._pool = None
 
-    def __enter__(self) -> "LocalRollouts":
+    def __enter__(self) -> LocalRollouts:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -43,7 +43,7 @@ def resolve_precision(precision: str | None, device: Any) -> str:
     if precision not in PRECISIONS:
         raise PrecisionError(f"precision {precision!r}: choose one of {', '.join(PRECISIONS)}")
     if precision == "bf16" and device_type == "cuda":
-        import torch
+        import torch  # noqa: PLC0415 - the configs import this module (PRECISIONS) when the command line starts
 
         if not torch.cuda.is_bf16_supported():
             name = torch.cuda.get_device_name()
@@ -54,7 +54,7 @@ def resolve_precision(precision: str | None, device: Any) -> str:
 
 def compute_dtype(precision: str) -> Any:
     """The torch dtype of frozen weights and autocast for a resolved setting."""
-    import torch
+    import torch  # noqa: PLC0415 - the configs import this module (PRECISIONS) when the command line starts
 
     return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
 
@@ -63,7 +63,7 @@ def autocast(precision: str, device_type: str) -> ContextManager[Any]:
     """The forward's autocast for a resolved setting: none for fp32."""
     if precision == "fp32":
         return contextlib.nullcontext()
-    import torch
+    import torch  # noqa: PLC0415 - the configs import this module (PRECISIONS) when the command line starts
 
     return torch.autocast(device_type, dtype=compute_dtype(precision))
 
@@ -72,7 +72,7 @@ def model_precision(model: Any) -> str:
     """The setting a loaded model's frozen weights say it was loaded in (fp32 when every weight
     is float32 or trainable: full fine-tuning keeps float32 master weights whatever the setting,
     so a caller that trains under autocast must pass its setting, not rely on this)."""
-    import torch
+    import torch  # noqa: PLC0415 - the configs import this module (PRECISIONS) when the command line starts
 
     by_dtype = {torch.float16: "fp16", torch.bfloat16: "bf16"}
     for p in model.parameters():

@@ -50,7 +50,7 @@ from typing import Any, Callable, Sequence
 from fixrl.envs.types import EpisodeInfo, Malformed
 from fixrl.harness.agent.chat import END_OF_TURN, encode, end_of_turn_id, parse_tool_calls, render
 from fixrl.harness.agent.envside import EnvSide, Started
-from fixrl.harness.agent.policies import GenRequest, Generation, Policy
+from fixrl.harness.agent.policies import Generation, GenRequest, Policy
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxError
 from fixrl.tasks import Task

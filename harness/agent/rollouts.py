@@ -36,7 +36,7 @@ class Rollouts(Protocol):
         For the same policy, tasks, n and seed, every implementation gives the same episodes."""
         ...
 
-    def with_env(self, env: EnvConfig, *, max_total_tokens: int | None = None) -> "Rollouts":
+    def with_env(self, env: EnvConfig, *, max_total_tokens: int | None = None) -> Rollouts:
         """The same sandboxes (or workers) with other episode settings; closing it is a no-op."""
         ...
 
@@ -44,7 +44,7 @@ class Rollouts(Protocol):
         """Release every sandbox (and worker) the rollouts hold."""
         ...
 
-    def __enter__(self) -> "Rollouts": ...
+    def __enter__(self) -> Rollouts: ...
 
     def __exit__(self, *exc: object) -> None: ...
 
@@ -56,7 +56,7 @@ def open_rollouts(suite: Suite | None, env: EnvConfig | None = None, sandbox: Sa
     if sandbox is not None and sandbox.ray:
         sandbox.validate()
         # Imports Ray (an optional extra) only for a run that asks for a cluster.
-        from fixrl.harness.agent.ray_rollouts import RayRollouts
+        from fixrl.harness.agent.ray_rollouts import RayRollouts  # noqa: PLC0415 - ray is an optional extra (fixrl[ray])
 
         return RayRollouts(suite, env, sandbox, max_total_tokens=max_total_tokens)
     return LocalRollouts(suite, env, sandbox, max_total_tokens=max_total_tokens)

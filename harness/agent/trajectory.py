@@ -47,7 +47,7 @@ class Trajectory:
     def num_policy_tokens(self) -> int:
         return sum(self.assistant_mask)
 
-    def with_masked(self, spans: list[tuple[int, int]]) -> "Trajectory":
+    def with_masked(self, spans: list[tuple[int, int]]) -> Trajectory:
         """A copy with the given [start, end) token spans out of the loss (assistant_mask 0,
         sampler log-prob 0.0): SFT data that shows the model a context without teaching every
         token that made it (e.g. the choice of a tool, but not its arguments)."""
@@ -64,7 +64,7 @@ class Trajectory:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Trajectory":
+    def from_dict(cls, d: dict[str, Any]) -> Trajectory:
         """Inverse of `to_dict`; files written when `info` was a plain dict load the same."""
         d = dict(d)
         d["turn_spans"] = [tuple(s) for s in d.get("turn_spans", [])]

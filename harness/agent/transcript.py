@@ -6,6 +6,12 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.rule import Rule
+from rich.table import Table
+
 from fixrl.harness.agent.trajectory import Trajectory
 
 LOG_WIDTH = 200
@@ -15,7 +21,6 @@ its column names (rich falls back to 80 there)."""
 
 def make_console(stderr: bool = False, **kwargs: Any) -> Any:
     """A rich Console for fixrl's output: the terminal's width on a terminal, LOG_WIDTH in a log."""
-    from rich.console import Console
 
     probe = Console(stderr=stderr)
     if not probe.is_terminal:
@@ -51,10 +56,6 @@ def print_transcript(traj: Trajectory, console: Any = None, max_lines: int = 30,
                      show_system: bool = False) -> None:
     """One trajectory as a conversation: the issue, each assistant turn as written, each
     observation (clipped to `max_lines`)."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.panel import Panel
-    from rich.rule import Rule
 
     console = console or make_console()
     console.print(Rule(_title(traj)))
@@ -94,7 +95,6 @@ def print_transcript(traj: Trajectory, console: Any = None, max_lines: int = 30,
 def summary_table(trajs: list[Trajectory], title: str = "rollouts") -> Any:
     """Per task: episodes, passes, errors, mean turns and policy tokens; a total row; how the
     episodes ended in the caption."""
-    from rich.table import Table
 
     ended: dict[str, int] = {}
     for t in trajs:

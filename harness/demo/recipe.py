@@ -27,6 +27,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+from transformers import AutoTokenizer
+from transformers.utils import logging as hf_logging
+
 from fixrl import tasks as tasks_pkg
 from fixrl.envs.scripted import OraclePlan
 from fixrl.evals.probe import run_probe
@@ -46,9 +50,6 @@ from fixrl.harness.demo.weights import value_weights
 from fixrl.tasks.suites import GYM_SUITE
 from fixrl.train.grpo import run_grpo
 from fixrl.train.sft import SFTHooks, run_sft
-from rich.table import Table
-from transformers import AutoTokenizer
-from transformers.utils import logging as hf_logging
 
 
 def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:

@@ -24,9 +24,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
+from torch import Tensor, nn
+
 from fixrl.train.logprobs import split_causal_lm
 from fixrl.train.sft import Example, load_examples
-from torch import Tensor, nn
 
 
 class DataVocabHead(nn.Module):

@@ -8,10 +8,10 @@ import threading
 import time
 
 import pytest
+from envkit import CONFTEST_FORCE, EXIT_ATTACKS, HIDDEN_MARKER, ORIG_TOP, REWRITER, buggy_core, runner_outcome
 
 from fixrl.envs import ToolCall
 from fixrl.envs.scripted import make_plan, run_plan
-from envkit import CONFTEST_FORCE, EXIT_ATTACKS, HIDDEN_MARKER, ORIG_TOP, REWRITER, buggy_core, runner_outcome
 
 pytestmark = pytest.mark.docker
 

@@ -10,10 +10,20 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from envkit import (
+    CONFTEST_FORCE,
+    CONFTEST_SKIP,
+    CONFTEST_XFAIL,
+    EXIT_ATTACKS,
+    FORGE_AT_EXIT,
+    HIDDEN_MARKER,
+    ORIG_TOP,
+    REWRITER,
+    buggy_core,
+    runner_outcome,
+)
 
 from fixrl.envs import ToolCall
-from envkit import (CONFTEST_FORCE, CONFTEST_SKIP, CONFTEST_XFAIL, EXIT_ATTACKS, FORGE_AT_EXIT, HIDDEN_MARKER,
-                    ORIG_TOP, REWRITER, buggy_core, runner_outcome)
 
 
 def call(env, name, **args):
@@ -169,7 +179,6 @@ def test_searching_the_filesystem_for_the_hidden_tests_finds_nothing(make_env, m
     """Through the tools and through code the agent runs: the suite (hidden tests, patches) and
     fixrl's own suites directory are not visible from the agent's sandbox. (Docker: the whole
     filesystem is searched in test_env_docker.py.)"""
-    import fixrl.tasks.suites
     from fixrl import tasks
 
     env = make_env()

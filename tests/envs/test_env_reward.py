@@ -5,11 +5,10 @@ from __future__ import annotations
 import contextlib
 
 import pytest
+from envkit import HIDDEN_IDS
 
 from fixrl.envs import ToolCall
 from fixrl.envs.changes import bad_new_file, suspicious
-
-from envkit import HIDDEN_IDS
 
 
 def call(env, name, **args):

@@ -108,8 +108,6 @@ def _shipped_suites():
     """The built-in suite and every other suite shipped under tasks/suites/."""
     from pathlib import Path
 
-    import fixrl.tasks.suites
-
     from fixrl import tasks
     from fixrl.tasks import load_suite
     from fixrl.tasks.suites import BUILTIN_SUITE
@@ -125,7 +123,7 @@ def test_oracle_gets_reward_1_on_every_builtin_task():
     for suite in _shipped_suites():
         # Without the `test` tool (the oracle then skips it: half the cost; the plan with tests
         # is covered on the small suite above).
-        results = _run_all([lambda t=t: _episode(suite, t, "oracle", seed=0, rename=True, max_edits=1,
+        results = _run_all([lambda t=t, suite=suite: _episode(suite, t, "oracle", seed=0, rename=True, max_edits=1,
                                                  tools=["read", "edit", "submit"])
                             for t in suite.tasks])
         failed = [(t.id, info.outcome, info.error, info.dropped_files)
@@ -141,7 +139,7 @@ def test_blind_rate_on_builtin_suite_is_what_the_suite_implies():
     for suite in _shipped_suites():
         fix_tasks = [t for t in suite.tasks if t.kind == "fix" and t.function and t.file]
         fix_tasks = random.Random(0).sample(fix_tasks, min(len(fix_tasks), 40))  # a fixed sample
-        results = _run_all([lambda t=t, i=i: _episode(suite, t, "blind", seed=i, rename=True, max_edits=1)
+        results = _run_all([lambda t=t, i=i, suite=suite: _episode(suite, t, "blind", seed=i, rename=True, max_edits=1)
                             for i, t in enumerate(fix_tasks)])
         fams = suite.families
         # Per episode, the prediction for the family drawn; overall, the suite's expected rate.

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import pytest
 
 from fixrl.evals.run import EvalError, EvalResult, compare, score
-from fixrl.harness.cli import main
 from fixrl.harness.agent.trajectory import Trajectory
+from fixrl.harness.cli import main
 
 
 def run_cli(capsys, *argv):

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from fixrl.evals import pass_at_k
-from fixrl.evals.passk import bootstrap_mean, pass_at_k_exact, paired_bootstrap, verdict
+from fixrl.evals.passk import bootstrap_mean, paired_bootstrap, pass_at_k_exact, verdict
 
 
 def brute_force(n: int, c: int, k: int) -> float:

@@ -8,8 +8,8 @@ import pytest
 
 from fixrl.evals.report import ReportError, load_metrics, report
 from fixrl.evals.run import EvalResult, score
-from fixrl.harness.cli import main
 from fixrl.harness.agent.trajectory import Trajectory
+from fixrl.harness.cli import main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -2,12 +2,13 @@
 writes them)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from fixrl.evals.run import EvalResult, score
 from fixrl.evals.stats import behaviour_stats
 from fixrl.harness.agent.trajectory import Trajectory
-from dataclasses import dataclass
 
 
 def traj(task_id="t0", group=0, outcome="pass", reads=1, tests=1, edits=1, turns=4,

@@ -7,9 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from sandboxkit import BACKENDS, SMALL, make_repo
 
 from fixrl.sandbox import open_sandbox
-from sandboxkit import BACKENDS, SMALL, make_repo
 
 
 @pytest.fixture(scope="session")

@@ -5,11 +5,10 @@ import os
 import time
 
 import pytest
+from sandboxkit import leftovers
 
 from fixrl.sandbox import WORKDIR, ExecResult, Sandbox, SandboxError, open_sandbox
 from fixrl.sandbox.local import _python_dirs
-
-from sandboxkit import leftovers
 
 
 def test_exec_runs_pytest_in_workdir(sb):

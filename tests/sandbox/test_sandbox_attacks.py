@@ -6,10 +6,9 @@ import os
 import time
 
 import pytest
+from sandboxkit import host_alive, leftovers
 
 from fixrl.sandbox import WORKDIR
-
-from sandboxkit import host_alive, leftovers
 
 FORK_BOMB = ("python -c \"import os, time\nwhile True:\n    try:\n        os.fork()\n"
              "    except OSError:\n        time.sleep(0.01)\"")
@@ -107,7 +106,7 @@ def test_reading_host_files(attacker, bystander, repo, tmp_path):
 
 def test_killing_everything_from_inside(attacker, bystander, repo):
     """`kill -9 -1` and killing PID 1 (the Docker exec server): the sandbox answers after."""
-    r = attacker.exec("kill -9 -1; kill -9 1; python -c 'import os; os.kill(1, 9)'; echo survived",
+    attacker.exec("kill -9 -1; kill -9 1; python -c 'import os; os.kill(1, 9)'; echo survived",
                       timeout=10)
     assert attacker.exec("echo still here", timeout=10).output == "still here\n"
     assert host_alive()

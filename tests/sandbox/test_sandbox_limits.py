@@ -7,12 +7,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from sandboxkit import BACKENDS
+
 from fixrl.sandbox import Limits, open_sandbox
 from fixrl.sandbox import cgroup as cg
 from fixrl.sandbox.forking import ForkingSandbox
 from fixrl.tasks.check import run_check
 from fixrl.tasks.schema import Task
-from sandboxkit import BACKENDS
 
 SUITE = '''\
 import concurrent.futures, multiprocessing, os, subprocess, sys, tempfile, threading

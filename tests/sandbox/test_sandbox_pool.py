@@ -7,10 +7,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from sandboxkit import BACKENDS
 
 from fixrl.sandbox import SandboxError, SandboxPool
-
-from sandboxkit import BACKENDS
 
 
 @pytest.fixture(params=BACKENDS)
@@ -76,14 +75,13 @@ def test_concurrent_leases_are_isolated(backend, repo):
 
 def test_broken_sandbox_is_replaced(backend, repo):
     with SandboxPool(1, backend=backend) as pool:
-        with pytest.raises(SandboxError):
-            with pool.acquire(repo) as sb:
-                victim = sb._sb
-                if backend == "docker":  # the container dies under us
-                    subprocess.run(["docker", "kill", victim.id], capture_output=True, check=True)
-                else:
-                    victim.close()
-                sb.exec("true")
+        with pytest.raises(SandboxError), pool.acquire(repo) as sb:
+            victim = sb._sb
+            if backend == "docker":  # the container dies under us
+                subprocess.run(["docker", "kill", victim.id], capture_output=True, check=True)
+            else:
+                victim.close()
+            sb.exec("true")
         with pool.acquire(repo) as sb:
             assert sb._sb is not victim
             assert sb.exec("echo fine").output == "fine\n"

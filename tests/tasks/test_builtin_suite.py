@@ -71,8 +71,8 @@ def test_fix_tasks_rename_and_limits(suite):
 
 def test_issue_never_shows_the_bug_or_fix(suite):
     for t in generated(suite):
-        changed = [l[1:].strip() for l in t.bug.splitlines()
-                   if l[:1] in "+-" and not l.startswith(("+++", "---")) and len(l[1:].strip()) >= 6]
+        changed = [line[1:].strip() for line in t.bug.splitlines()
+                   if line[:1] in "+-" and not line.startswith(("+++", "---")) and len(line[1:].strip()) >= 6]
         for line in changed:
             assert line not in t.issue, (t.id, line)
         assert "Calling `" in t.issue or "does not raise" in t.issue, t.id

@@ -8,12 +8,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from layouts import LAYOUTS, write_layout_suite
+
 from fixrl import tasks
 from fixrl.sandbox import SandboxPool, open_sandbox
 from fixrl.sandbox.forking import ForkingSandbox
 from fixrl.tasks.judge import judge_tree
 from fixrl.tasks.validate import validate_suite
-from layouts import LAYOUTS, write_layout_suite
 
 
 @pytest.fixture(scope="module")

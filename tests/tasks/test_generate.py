@@ -149,8 +149,8 @@ def test_tasks_load_and_are_well_formed(generated):
         assert "tests/test_ops.py" in t.check.files
         # bug and fix are each other's reverse, one small hunk
         assert t.bug.startswith("--- a/calc/ops.py\n+++ b/calc/ops.py\n")
-        removed = [l[1:] for l in t.bug.splitlines() if l.startswith("-") and not l.startswith("---")]
-        added = [l[1:] for l in t.bug.splitlines() if l.startswith("+") and not l.startswith("+++")]
+        removed = [x[1:] for x in t.bug.splitlines() if x.startswith("-") and not x.startswith("---")]
+        added = [x[1:] for x in t.bug.splitlines() if x.startswith("+") and not x.startswith("+++")]
         assert 1 <= len(removed) + len(added) <= 3
         assert all(line in clean for line in removed)
         # the issue never shows the mutated line nor the original one

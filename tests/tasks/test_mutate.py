@@ -67,7 +67,7 @@ def changed(old: str, new: str) -> tuple[list[str], list[str]]:
     return removed, added
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def all_mutants(function: str) -> tuple:
     return tuple(mutants(SOURCE, function))
 

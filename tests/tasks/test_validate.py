@@ -12,7 +12,6 @@ from fixrl.harness.cli import main as fixrl
 from fixrl.sandbox import SandboxPool
 from fixrl.tasks import Task, load_suite, validate_suite, validate_task
 
-
 IGNORES_ANSWER = {"command": "python -c 'pass'", "files": {}}
 
 
@@ -157,8 +156,7 @@ def test_cli_validate_bad_input(tmp_path, capsys):
     (root / "suite.yaml").write_text("defaults: [1, 2]\n")
     assert fixrl(["tasks", "validate", str(root)]) == 2
     assert "suite.yaml: field 'defaults'" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        fixrl(["tasks", "validate", str(root), "--repeats", "0"])
+    assert fixrl(["tasks", "validate", str(root), "--repeats", "0"]) == 2
     assert "must be at least 1" in capsys.readouterr().err
 
 

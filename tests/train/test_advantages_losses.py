@@ -155,9 +155,9 @@ def test_gspo_sequence_ratio():
 def test_kl_estimators():
     logp = torch.log(torch.tensor([[0.5, 0.25]]))
     ref = torch.log(torch.tensor([[0.25, 0.5]]))
-    l = ref - logp  # log(ref/pi) = [-ln 2, ln 2]
-    assert torch.allclose(kl_estimate(logp, ref, "k1"), -l)
-    assert torch.allclose(kl_estimate(logp, ref, "k2"), 0.5 * l ** 2)
+    lr = ref - logp  # log(ref/pi) = [-ln 2, ln 2]
+    assert torch.allclose(kl_estimate(logp, ref, "k1"), -lr)
+    assert torch.allclose(kl_estimate(logp, ref, "k2"), 0.5 * lr ** 2)
     assert torch.allclose(kl_estimate(logp, ref, "k3"), torch.tensor([[0.5 - 1 + math.log(2), 2 - 1 - math.log(2)]]))
     assert torch.equal(kl_estimate(logp, logp, "k3"), torch.zeros(1, 2))
     # with beta the KL adds to the loss; k3 > 0 away from the reference

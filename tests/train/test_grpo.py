@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fixrl.train.config import GRPOConfig, PRESETS, make_config, parse_override
+from fixrl.train.config import PRESETS, GRPOConfig, make_config, parse_override
 
 REQUIRED = ["step", "rollout/reward", "rollout/pass_rate", "zero_adv_frac", "zero_adv_frac/all_pass",
             "zero_adv_frac/all_fail", "groups/tried", "groups/kept", "rollout/episodes", "rollout/errors",
@@ -162,7 +162,8 @@ def test_two_steps_then_resume_equals_uninterrupted(tiny_model, train_suite, sft
         assert r["entropy"] > 0 and r["grad_norm"] > 0 and r["loss/clip_frac"] == 0.0  # one on-policy update
     assert rows[1]["eval/pass@1"] is not None and (run_b / "evals" / "step_000002" / "results.json").is_file()
     # every sampled trajectory is saved, with its advantage when it was trained on
-    saved = [json.loads(x) for x in gzip.open(run_b / "trajectories" / "step_000001.jsonl.gz", "rt")]
+    with gzip.open(run_b / "trajectories" / "step_000001.jsonl.gz", "rt") as f:
+        saved = [json.loads(x) for x in f]
     assert len(saved) == rows[0]["rollout/episodes"]
     kept = [t for t in saved if t["kept"]]
     assert len(kept) == rows[0]["train/episodes"] and all(t["advantage"] is not None for t in kept)

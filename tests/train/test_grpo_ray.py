@@ -11,10 +11,11 @@ import json
 
 import pytest
 import torch
-from fixrl.harness.agent import rollouts as rollouts_mod
+from safetensors.torch import load_file
+
+from fixrl.train import grpo as grpo_mod
 from fixrl.train.config import make_config
 from fixrl.train.grpo import run_grpo
-from safetensors.torch import load_file
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -30,13 +31,13 @@ def _config(tiny_model, suite, out, ray):
 def test_two_grpo_steps_on_the_cluster_equal_one_process(ray_cluster, tiny_model, train_suite, tmp_path,
                                                         monkeypatch):
     opened = []
-    real = rollouts_mod.open_rollouts
+    real = grpo_mod.open_rollouts
 
     def recording(*args, **kwargs):   # the real factory; we keep what it returned
         opened.append(real(*args, **kwargs))
         return opened[-1]
 
-    monkeypatch.setattr(rollouts_mod, "open_rollouts", recording)
+    monkeypatch.setattr(grpo_mod, "open_rollouts", recording)  # where run_grpo looks it up
     run_grpo(_config(tiny_model, train_suite, tmp_path / "ray", ray_cluster.address))
     run_grpo(_config(tiny_model, train_suite, tmp_path / "local", None))
     assert [type(r).__name__ for r in opened] == ["RayRollouts", "LocalRollouts"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from modelkit import tiny_qwen
 
 from fixrl.train.logprobs import checkpointed_layers, head_log_probs, plain_log_probs, reply_log_probs, split_causal_lm

@@ -6,9 +6,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from trainkit import FakeTraj, bernoulli_rollout
 
 from fixrl.train.sampler import DynamicSampler
-from trainkit import FakeTraj, bernoulli_rollout
 
 
 def tasks(*ids):
@@ -108,8 +108,8 @@ def test_scripted_policies_in_real_sandboxes(train_suite):
     """The oracle passes every episode: no group is mixed, all tries are spent. A blind policy
     passes some: every kept group really holds a pass and a fail from the real hidden check."""
     from fixrl.envs import EnvConfig
-    from fixrl.harness.agent.policies import ScriptedPolicy
     from fixrl.harness.agent.local import LocalRollouts
+    from fixrl.harness.agent.policies import ScriptedPolicy
     from fixrl.sandbox import SandboxPool
     from fixrl.tasks import load_suite
 

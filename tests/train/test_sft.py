@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from fixrl.train.sft import DataError, SFTConfig, load_examples, lr_factor, render_chat
+from fixrl.train.sft import DataError, load_examples, lr_factor, render_chat
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +55,8 @@ def test_chat_path_equals_agent_loop_trajectory(tok, train_suite):
     """Rendering a scripted episode's messages gives exactly the ids and mask the agent loop
     recorded: the two SFT formats teach the same tokens."""
     from fixrl.envs import EnvConfig
-    from fixrl.harness.agent.policies import ScriptedPolicy
     from fixrl.harness.agent.local import LocalRollouts
+    from fixrl.harness.agent.policies import ScriptedPolicy
     from fixrl.sandbox import SandboxPool
     from fixrl.tasks import load_suite
 
@@ -114,9 +114,9 @@ def test_sft_epoch_changes_adapter(tiny_model, tmp_path, train_suite, tok):
     from transformers import AutoModelForCausalLM
 
     from fixrl.envs import EnvConfig
-    from fixrl.harness.cli import main
-    from fixrl.harness.agent.policies import ScriptedPolicy
     from fixrl.harness.agent.local import LocalRollouts
+    from fixrl.harness.agent.policies import ScriptedPolicy
+    from fixrl.harness.cli import main
     from fixrl.sandbox import SandboxPool
     from fixrl.tasks import load_suite
 
@@ -160,7 +160,7 @@ def test_sft_full_finetune_writes_a_checkpoint(tiny_model, tmp_path, tok):
     out = tmp_path / "full"
     assert main(["sft", "--model", str(tiny_model), "--data", str(data), "--out", str(out), "--full",
                  "--lr", "1e-3", "--quiet"]) == 0
-    model = AutoModelForCausalLM.from_pretrained(out)
+    AutoModelForCausalLM.from_pretrained(out)  # loads as a plain model
     assert (out / "tokenizer_config.json").is_file() and not (out / "adapter_config.json").exists()
     before, after = load_file(str(tiny_model / "model.safetensors")), load_file(str(out / "model.safetensors"))
     changed = [k for k in before if k in after and not torch.equal(before[k], after[k])]

@@ -82,7 +82,7 @@ def test_kl_reference_from_base_weights_and_from_a_frozen_adapter():
             base = reply_log_probs(model, ids, mask)
     ref_adapter, ref_base = Reference(model, "adapter"), Reference(model, "base")
     with torch.no_grad():
-        for n, p in model.named_parameters():
+        for p in model.parameters():
             if p.requires_grad:
                 p.add_(0.1)
         moved = reply_log_probs(model, ids, mask)
@@ -108,9 +108,8 @@ def test_kl_reference_from_base_weights_and_from_a_frozen_adapter():
 def test_ctrl_c_waits_for_the_update():
     before = signal.getsignal(signal.SIGINT)  # SIG_IGN when the tests run as a background job
     done = []
-    with pytest.raises(KeyboardInterrupt):
-        with deferred_interrupt():
-            os.kill(os.getpid(), signal.SIGINT)
-            done.append("finished")
+    with pytest.raises(KeyboardInterrupt), deferred_interrupt():
+        os.kill(os.getpid(), signal.SIGINT)
+        done.append("finished")
     assert done == ["finished"]
     assert signal.getsignal(signal.SIGINT) is before

@@ -11,7 +11,6 @@ from minisuite import write_mutant_suite
 
 from fixrl.envs.types import EpisodeInfo
 
-
 OPS = textwrap.dedent('''\
     """Small helpers."""
 

@@ -68,7 +68,7 @@ class PolicyConfig:
         if self.adapter is not None:
             _check_adapter_dir(Path(self.adapter))
 
-    def load(self, seed: int = 0) -> "Policy":
+    def load(self, seed: int = 0) -> Policy:
         """The policy (checked first); `seed` seeds a scripted one."""
         self.check()
         if self.policy is not None:
@@ -195,10 +195,10 @@ def load_policy(model: str | Path | None = None, adapter: str | Path | None = No
         unknown = set(sampling) - {"seed", "tokenizer"}
         if unknown:
             raise ValueError(f"scripted policy {policy!r} takes no {', '.join(sorted(unknown))} option")
-        from fixrl.harness.agent.policies.scripted import ScriptedPolicy
+        from fixrl.harness.agent.policies.scripted import ScriptedPolicy  # noqa: PLC0415 - circular (it imports this package records), and importing the package must not import torch
 
         return ScriptedPolicy(policy, **sampling)
-    from fixrl.harness.agent.policies.hf import HFPolicy
+    from fixrl.harness.agent.policies.hf import HFPolicy  # noqa: PLC0415 - torch and transformers, only for a model policy
 
     sampling.pop("seed", None)  # sampling seeds come from the agent loop (Policy.seed)
     return HFPolicy(model, adapter=adapter, **sampling)
@@ -207,11 +207,11 @@ def load_policy(model: str | Path | None = None, adapter: str | Path | None = No
 def __getattr__(name: str) -> Any:
     # Lazy: importing the package must not import torch/transformers.
     if name == "HFPolicy":
-        from fixrl.harness.agent.policies.hf import HFPolicy
+        from fixrl.harness.agent.policies.hf import HFPolicy  # noqa: PLC0415 - torch and transformers, only for a model policy
 
         return HFPolicy
     if name == "ScriptedPolicy":
-        from fixrl.harness.agent.policies.scripted import ScriptedPolicy
+        from fixrl.harness.agent.policies.scripted import ScriptedPolicy  # noqa: PLC0415 - circular (it imports this package records), and importing the package must not import torch
 
         return ScriptedPolicy
     raise AttributeError(name)

@@ -23,7 +23,18 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from peft import PeftModel
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    DynamicCache,
+    GenerationConfig,
+    LogitsProcessorList,
+    TemperatureLogitsWarper,
+    TopPLogitsWarper,
+)
 
+from fixrl.harness.agent.chat import end_of_turn_id
 from fixrl.harness.agent.policies import Generation, GenRequest
 from fixrl.harness.agent.precision import autocast, compute_dtype, model_precision, resolve_precision
 from fixrl.tasks import Task
@@ -68,8 +79,6 @@ class _Sampler:
         self.steps: list[Any] = []   # each [B]
 
     def __call__(self, input_ids, scores):
-        import torch
-
         s = scores.float()                                                 # [B, V] (generate's own copy)
         m = s.max(dim=-1, keepdim=True).values                             # [B, 1]
         if self.greedy:
@@ -101,7 +110,6 @@ def _block_size(V: int) -> int:
 def _block_sums(weights):
     """Running sums of `weights` [B, V] over blocks of `_block_size(V)` columns: [B, NB]. The
     last column is each row's total, so the sampler needs no separate pass for it."""
-    import torch
 
     B, V = weights.shape
     block = _block_size(V)
@@ -116,7 +124,6 @@ def _inverse_cdf(weights, target, blocks=None):
     read of the weights instead of a read and a write. float32 sums: their rounding (~1e-6)
     only nudges where the draw lands, never the recorded log-prob. `blocks`: the weights'
     `_block_sums`, when the caller has them already."""
-    import torch
 
     B, V = weights.shape
     block = _block_size(V)
@@ -224,7 +231,6 @@ class HFPolicy:
         spin-wait on cores they do not get and a 2-core machine generated 4-10x slower in our
         measurements, while a fixed half of the cores leaves a core idle whenever nothing else
         runs (lockstep generation with no checks in flight: 1.45x slower on 2 cores)."""
-        import torch
 
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
@@ -261,7 +267,6 @@ class HFPolicy:
         else:
             if model_path is None:
                 raise ValueError("HFPolicy needs a model directory (model_path) or a loaded model")
-            from transformers import AutoModelForCausalLM, AutoTokenizer
 
             path = Path(model_path)
             _check_model_dir(path)
@@ -272,13 +277,10 @@ class HFPolicy:
             self.tokenizer = AutoTokenizer.from_pretrained(path)
             model = AutoModelForCausalLM.from_pretrained(path, dtype=compute_dtype(self.precision))
             if adapter is not None:
-                from peft import PeftModel
-
                 model = PeftModel.from_pretrained(model, str(adapter), is_trainable=False)
             self.model = model.to(dev)
             self.model.eval()
             self.device = dev
-        from fixrl.harness.agent.chat import end_of_turn_id
 
         self.eot_id = end_of_turn_id(self.tokenizer)
         pad = self.tokenizer.pad_token_id
@@ -346,19 +348,17 @@ class HFPolicy:
         library default, given only to silence a warning: greedy decoding ignores it).
         min_new_tokens stays unset: 0 would make generate() add a no-op minimum-length
         processor that still masks the whole [B, V] scores every step (8% of a CPU step)."""
-        from transformers import GenerationConfig
 
         return GenerationConfig(
             do_sample=False, temperature=1.0, top_p=1.0, top_k=50, min_p=None, typical_p=1.0,
             epsilon_cutoff=0.0, eta_cutoff=0.0, repetition_penalty=1.0, no_repeat_ngram_size=0,
-            max_new_tokens=limit, min_new_tokens=None, min_length=0, eos_token_id=[self.eot_id], pad_token_id=self.pad_id,
+            max_new_tokens=limit, min_new_tokens=None, min_length=0, eos_token_id=[self.eot_id],
+            pad_token_id=self.pad_id,
             bos_token_id=None, num_beams=1, use_cache=True, renormalize_logits=False,
             return_dict_in_generate=True,
         )
 
-    def _processors(self, sampler: "_Sampler") -> Any:
-        from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
-
+    def _processors(self, sampler: _Sampler) -> Any:
         processors: list[Any] = []
         if not self.greedy:
             if self.temperature != 1.0:
@@ -368,7 +368,7 @@ class HFPolicy:
         processors.append(sampler)
         return LogitsProcessorList(processors)
 
-    def _run_generate(self, ids: Any, mask: Any, past: Any, limit: int, sampler: "_Sampler") -> Any:
+    def _run_generate(self, ids: Any, mask: Any, past: Any, limit: int, sampler: _Sampler) -> Any:
         """model.generate in eval mode, no grad, with the CPU threads this call gets (restored after)."""
         was_training = self.model.training
         threads = torch.get_num_threads()
@@ -399,12 +399,12 @@ class HFPolicy:
         cached positions, right-aligned at F, zeros (masked as padding) before them. Positions
         (RoPE) count from a row's first real token, so cached keys stay valid however the row
         is padded."""
-        import torch
 
         cached = [st.kv for st in states if st is not None and st.kv]
         if not cached:
             return None
-        new = [len(r.prompt_ids) - (st.usable(r.prompt_ids) if st is not None else 0) for r, st in zip(requests, states)]
+        new = [len(r.prompt_ids) - (st.usable(r.prompt_ids) if st is not None else 0)
+               for r, st in zip(requests, states)]
         longest = max(new)
         front = width - longest
         if front <= 0:
@@ -421,7 +421,6 @@ class HFPolicy:
                     keys[row, :, front - take:] = k[:, :take]
                     values[row, :, front - take:] = v[:, :take]
             data.append((keys, values))
-        from transformers import DynamicCache
 
         self.reused_tokens += sum(max(0, t) for t in takes)
         return DynamicCache(data)

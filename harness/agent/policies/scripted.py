@@ -14,7 +14,10 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
+from fixrl.envs import scripted
+from fixrl.harness.agent.chat import encode, end_of_turn_id, format_tool_call
 from fixrl.harness.agent.policies import SCRIPTED_POLICIES, Generation, GenRequest
+from fixrl.harness.agent.tiny import qwen25_tokenizer
 from fixrl.tasks import Task
 
 PlanFactory = Callable[[Any, Any, random.Random], Any]
@@ -28,10 +31,7 @@ class ScriptedPolicy:
         if plan is None and kind not in SCRIPTED_POLICIES:
             raise ValueError(f"unknown scripted policy {kind!r}: choose one of {', '.join(SCRIPTED_POLICIES)}")
         if tokenizer is None:
-            from fixrl.harness.agent.tiny import qwen25_tokenizer
-
             tokenizer = qwen25_tokenizer()
-        from fixrl.harness.agent.chat import end_of_turn_id
 
         self.kind = kind
         self.name = kind
@@ -45,8 +45,6 @@ class ScriptedPolicy:
         self._seed = seed
 
     def start(self, task: Task, env: Any, seed: int) -> Any:
-        from fixrl.envs import scripted
-
         # The episode's seed mixed with the policy's own, so two scripted runs with different
         # policy seeds differ while each stays reproducible.
         rng = random.Random(hash((self._seed, seed)) & 0xFFFFFFFF)
@@ -59,8 +57,6 @@ class ScriptedPolicy:
         return scripted.random_plan(task, env, rng)
 
     def generate(self, requests: list[GenRequest]) -> list[Generation]:
-        from fixrl.harness.agent.chat import encode, format_tool_call
-
         out = []
         for r in requests:
             call = r.state.next_call(r.observation)

@@ -2,7 +2,21 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from fixrl.harness.cli import UserError
+from fixrl.tasks.generate import generate as generate_tasks
+from fixrl.tasks.generate import print_report
+from fixrl.tasks.loader import TaskError, find_suite_dir, load_suite_config, load_tasks
+from fixrl.tasks.scaffold import new_task
+from fixrl.tasks.schema import Suite
+from fixrl.tasks.swebench import export_suite, import_instances
+from fixrl.tasks.validate import validate_suite
 
 
 def _positive_int(text: str) -> int:
@@ -85,14 +99,6 @@ def register(sub) -> None:
 # ---------------------------------------------------------------- validate
 
 def validate(args) -> int:
-    import json
-    from pathlib import Path
-
-    from fixrl.harness.cli import UserError
-    from fixrl.tasks.loader import TaskError, find_suite_dir, load_suite_config, load_tasks
-    from fixrl.tasks.schema import Suite
-    from fixrl.tasks.validate import validate_suite
-
     path = Path(args.path)
     if not path.exists():
         raise UserError(f"{path}: no such suite directory or task file")
@@ -109,13 +115,10 @@ def validate(args) -> int:
             print(json.dumps({"results": [{"task_id": path.stem, "ok": False, "reasons": [str(e)]}],
                               "summary": {"tasks": 1, "valid": 0, "invalid": 1, "flaky": 0}}, indent=2))
             return 1
-        raise UserError(str(e)) from None
+        raise
 
     console = None
     if not args.json:
-        from rich.console import Console
-        from rich.markup import escape
-
         console = Console(highlight=False)
 
     def show(res) -> None:
@@ -131,11 +134,8 @@ def validate(args) -> int:
         for warning in res.warnings:
             console.print(f"    [yellow]warning:[/yellow] {escape(warning)}")
 
-    try:
-        results = validate_suite(target, backend=args.backend, jobs=args.jobs, repeats=args.repeats,
-                                 task_ids=args.task, image=args.image, progress=show)
-    except TaskError as e:
-        raise UserError(str(e)) from None
+    results = validate_suite(target, backend=args.backend, jobs=args.jobs, repeats=args.repeats,
+                             task_ids=args.task, image=args.image, progress=show)
     if not results:
         raise UserError(f"{path}: no tasks found (task files are *.yaml under {path / 'tasks'})")
     valid = sum(r.ok for r in results)
@@ -154,17 +154,8 @@ def validate(args) -> int:
 # ---------------------------------------------------------------- new
 
 def new(args) -> int:
-    from pathlib import Path
-
-    from fixrl.harness.cli import UserError
-    from fixrl.tasks.loader import TaskError
-    from fixrl.tasks.scaffold import new_task
-
-    try:
-        made = new_task(Path(args.repo), Path(args.bug), Path(args.test), Path(args.out), task_id=args.id,
-                        issue=args.issue, backend=args.backend)
-    except TaskError as e:
-        raise UserError(str(e)) from None
+    made = new_task(Path(args.repo), Path(args.bug), Path(args.test), Path(args.out), task_id=args.id,
+                    issue=args.issue, backend=args.backend)
     print(f"wrote {made.task_file} ({len(made.tests)} check test(s) from {made.check_dest})")
     if made.visible:
         print(f"note: {made.check_dest} is part of the repository, so the agent can read it; "
@@ -179,24 +170,20 @@ def new(args) -> int:
 # ---------------------------------------------------------------- generate
 
 def generate(args) -> int:
-    from fixrl.tasks.generate import main
-
-    return int(main(args) or 0)
+    report = generate_tasks(Path(args.repo), args.test_cmd, Path(args.out), max_tasks=args.max, seed=args.seed,
+                            backend=args.backend, heldout_frac=args.heldout_frac, workers=args.workers,
+                            progress=not args.json)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print_report(report)
+    return 0 if report.valid > 0 else 1
 
 
 # ---------------------------------------------------------------- SWE-bench
 
 def import_swebench(args) -> int:
-    from pathlib import Path
-
-    from fixrl.harness.cli import UserError
-    from fixrl.tasks.loader import TaskError
-    from fixrl.tasks.swebench import import_instances
-
-    try:
-        files = import_instances(Path(args.instances), Path(args.checkout), Path(args.out))
-    except TaskError as e:
-        raise UserError(str(e)) from None
+    files = import_instances(Path(args.instances), Path(args.checkout), Path(args.out))
     for f in files:
         print(f"wrote {f}")
     print(f"imported {len(files)} instance(s); next: fixrl tasks validate {args.out}")
@@ -204,18 +191,9 @@ def import_swebench(args) -> int:
 
 
 def export_swebench(args) -> int:
-    from pathlib import Path
-
-    from fixrl.harness.cli import UserError
-    from fixrl.tasks.loader import TaskError
-    from fixrl.tasks.swebench import export_suite
-
     out = Path(args.out)
     repos = Path(args.repos) if args.repos else out.with_name(out.stem + "-repo")
-    try:
-        written, skipped = export_suite(Path(args.suite), out, repos)
-    except TaskError as e:
-        raise UserError(str(e)) from None
+    written, skipped = export_suite(Path(args.suite), out, repos)
     for task_id, reason in skipped:
         print(f"skipped {task_id}: {reason}")
     print(f"wrote {written} instance(s) to {out}")

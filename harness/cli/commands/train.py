@@ -13,8 +13,16 @@ from fixrl.harness.agent.policies import PolicyConfig
 from fixrl.harness.agent.transcript import make_console
 from fixrl.harness.cli.errors import UserError
 from fixrl.harness.cli.flags import add_config_flags, given_fields, nest, parse_set
-from fixrl.train.config import (DEFAULT_PRESET, FIELD_ALIASES, PRESET_ALIASES, PRESETS, RESUMABLE_OVERRIDES, GRPOConfig,
-                                SFTConfig, make_config)
+from fixrl.train.config import (
+    DEFAULT_PRESET,
+    FIELD_ALIASES,
+    PRESET_ALIASES,
+    PRESETS,
+    RESUMABLE_OVERRIDES,
+    GRPOConfig,
+    SFTConfig,
+    make_config,
+)
 
 # Earlier and shorter spellings that stay accepted.
 GRPO_ALIASES = {"max_steps": ["--steps"], "eval_steps": ["--eval-every"], "save_steps": ["--save-every"],

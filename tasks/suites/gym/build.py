@@ -11,12 +11,12 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import random
-import re
 import shutil
 import sys
 from pathlib import Path
 
 import yaml
+from drills import drill_functions, example_calls
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE / "repo"
@@ -193,7 +193,6 @@ def drill_calls(rng: random.Random, source: str, name: str, arg_calls) -> list[s
 def write_drills() -> dict[str, tuple[str, list[str]]]:
     """Generate the practice modules into `repo/gym/<DRILL_MODULES>.py`; their FUNCTIONS entries."""
     sys.path.insert(0, str(HERE))
-    from drills import drill_functions, example_calls
 
     hand = {m for m, *_ in FUNCTIONS.values()}
     assert len(DRILL_MODULES) * DRILLS_PER_MODULE == DRILLS and not set(DRILL_MODULES) & hand, \
@@ -258,7 +257,7 @@ def main() -> int:
             finally:
                 tmp.unlink()
 
-            def shows(call: str) -> bool:
+            def shows(call: str, buggy_mod=buggy_mod, expected=expected) -> bool:
                 try:
                     return evaluate(buggy_mod, call) != expected[call]
                 except Exception:  # the symptom a user would see

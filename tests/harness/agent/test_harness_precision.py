@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fixrl.harness.agent.precision import (PRECISIONS, PrecisionError, autocast, compute_dtype, model_precision,
-                                     resolve_precision)
+from fixrl.harness.agent.precision import (
+    PRECISIONS,
+    PrecisionError,
+    autocast,
+    compute_dtype,
+    model_precision,
+    resolve_precision,
+)
 
 
 def test_defaults_by_device_and_explicit_settings():

@@ -8,8 +8,8 @@ import torch
 from fixrl.envs import EnvConfig
 from fixrl.envs.types import ToolCall
 from fixrl.harness.agent.chat import encode, parse_tool_calls, render, tool_choice_span
-from fixrl.harness.agent.policies import Generation
 from fixrl.harness.agent.local import LocalRollouts
+from fixrl.harness.agent.policies import Generation
 from fixrl.harness.agent.rollout import TemplateError
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxPool
@@ -32,7 +32,7 @@ def check_mask_and_spans(traj: Trajectory, eot: int = 151645) -> None:
         assert all(lp == 0.0 for lp, m in zip(traj.sampler_logprobs, traj.assistant_mask) if not m)
         assert all(lp < 0.0 for lp, m in zip(traj.sampler_logprobs, traj.assistant_mask) if m)
     # Every assistant turn is closed by <|im_end|> (sampled, or appended unmasked after a cut).
-    for a, b in traj.turn_spans:
+    for _a, b in traj.turn_spans:
         assert traj.token_ids[b - 1] == eot or (traj.token_ids[b] == eot and traj.assistant_mask[b] == 0)
 
 

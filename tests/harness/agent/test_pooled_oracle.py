@@ -7,13 +7,14 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from layouts import LAYOUTS, write_layout_suite
+
 from fixrl import tasks
 from fixrl.envs import EnvConfig
-from fixrl.harness.agent.policies.scripted import ScriptedPolicy
 from fixrl.harness.agent.local import LocalRollouts
+from fixrl.harness.agent.policies.scripted import ScriptedPolicy
 from fixrl.sandbox import SandboxPool, open_sandbox
 from fixrl.tasks.judge import judge_tree
-from layouts import LAYOUTS, write_layout_suite
 
 
 @pytest.fixture(scope="module")

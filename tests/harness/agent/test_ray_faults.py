@@ -12,6 +12,9 @@ import sys
 import time
 
 import pytest
+from minisuite import write_mutant_suite
+from raykit import comparable, containers, owner_records, wait_clean
+
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.envs.scripted import oracle_plan
@@ -20,8 +23,6 @@ from fixrl.harness.agent.policies.scripted import ScriptedPolicy
 from fixrl.harness.agent.ray_rollouts import RayRollouts
 from fixrl.sandbox import SandboxConfig
 from fixrl.tasks.suites import GYM_SUITE
-from minisuite import write_mutant_suite
-from raykit import comparable, containers, owner_records, wait_clean
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

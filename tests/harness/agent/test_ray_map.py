@@ -4,6 +4,7 @@ tasks and for one whose reference fix does not fix."""
 from __future__ import annotations
 
 import pytest
+
 from fixrl import tasks as tasks_pkg
 from fixrl.harness.agent.ray_map import TaskMap
 from fixrl.harness.agent.ray_pool import WorkerPool

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from raykit import processes_under
+
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.envs.types import Malformed, StepResult, ToolCall
@@ -19,7 +21,6 @@ from fixrl.harness.agent.ray_envside import FILE_SECONDS, deadlines, same_observ
 from fixrl.harness.agent.ray_worker import pack_tree, portable, rebase, unpack_tree
 from fixrl.sandbox import SandboxConfig, SandboxConfigError, cgroup, reaper
 from fixrl.tasks.suites import BUILTIN_SUITE
-from raykit import processes_under
 
 
 def _tree(root: Path) -> dict[str, bytes]:

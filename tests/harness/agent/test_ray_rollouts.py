@@ -9,6 +9,8 @@ import json
 import sys
 
 import pytest
+from raykit import comparable, left_behind, wait_clean
+
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.evals.run import EvalResult, load_trajectories_gz
@@ -21,7 +23,6 @@ from fixrl.harness.agent.rollouts import open_rollouts
 from fixrl.harness.cli import build_parser, main
 from fixrl.sandbox import SandboxConfig, SandboxConfigError
 from fixrl.tasks.suites import BUILTIN_SUITE, GYM_SUITE
-from raykit import comparable, left_behind, wait_clean
 
 pytestmark = pytest.mark.ray
 

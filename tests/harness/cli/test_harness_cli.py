@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from fixrl.harness.cli import main
 from fixrl.harness.agent.transcript import load_jsonl
+from fixrl.harness.cli import main
 
 
 def test_rollout_oracle_prints_and_saves(tiny_suite_dir, tmp_path, capsys):
@@ -77,8 +77,8 @@ def test_a_missing_model_fails_before_torch_loads(command, tiny_suite_dir, tmp_p
 
     argv = [a.replace("SUITE", str(tiny_suite_dir)).replace("OUT", str(tmp_path / "out")) for a in command]
     argv += ["--model", str(tmp_path / "no-model")]
-    code = ("import sys; from fixrl.harness.cli import main; rc = main(%r); "
-            "print(rc, 'torch' in sys.modules, 'transformers' in sys.modules)" % argv)
+    code = (f"import sys; from fixrl.harness.cli import main; rc = main({argv!r}); "
+            "print(rc, 'torch' in sys.modules, 'transformers' in sys.modules)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.stdout.split() == ["2", "False", "False"], run.stdout + run.stderr
     assert f"--model {tmp_path / 'no-model'}: no such directory" in run.stderr

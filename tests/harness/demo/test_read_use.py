@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from fixrl.harness.demo.read_use import edit_old_position, path_span, read_use
 from fixrl.harness.agent.trajectory import Trajectory
+from fixrl.harness.demo.read_use import edit_old_position, path_span, read_use
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,10 @@ import json
 
 import pytest
 import torch
-
-from fixrl.train.logprobs import plain_log_probs, reply_log_probs
-from fixrl.harness.demo.vocab_head import shared_tail_rows
-
 from modelkit import tiny_qwen
+
+from fixrl.harness.demo.vocab_head import shared_tail_rows
+from fixrl.train.logprobs import plain_log_probs, reply_log_probs
 
 
 def batch(vocab_used: int = 60, seed: int = 3):
@@ -50,20 +49,17 @@ def test_data_head_equals_full_softmax_before_and_after_training():
 
 def test_data_head_rejects_bad_ids():
     model = tiny_qwen(vocab=64)
-    with pytest.raises(ValueError, match="token ids"):
-        with shared_tail_rows(model, [70]):
-            pass
-    with pytest.raises(ValueError, match="nothing to share"):
-        with shared_tail_rows(model, range(64)):
-            pass
+    with pytest.raises(ValueError, match="token ids"), shared_tail_rows(model, [70]):
+        pass
+    with pytest.raises(ValueError, match="nothing to share"), shared_tail_rows(model, range(64)):
+        pass
 
 
 def test_data_head_needs_tied_embeddings():
     model = tiny_qwen(vocab=64)
     model.lm_head.weight = torch.nn.Parameter(model.lm_head.weight.detach().clone())  # untied
-    with pytest.raises(ValueError, match="tied input and output embeddings"):
-        with shared_tail_rows(model, [1, 2, 3]):
-            pass
+    with pytest.raises(ValueError, match="tied input and output embeddings"), shared_tail_rows(model, [1, 2, 3]):
+        pass
 
 
 @pytest.mark.parametrize("keep_later_tokens", [False, True])

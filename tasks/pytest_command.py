@@ -1,0 +1,64 @@
+"""Recognising a plain pytest invocation in a check or test command (no shell)."""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PytestCommand:
+    env: list[str]
+    """Leading `NAME=value` assignments."""
+    python: str
+    python_flags: list[str]
+    args: list[str]
+    """pytest's own arguments."""
+
+
+_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_PYTHON_RE = re.compile(r"^(?:.*/)?python(?:3(?:\.\d+)?)?$")
+_PY_FLAGS = {"-B", "-u", "-O", "-OO", "-s", "-E", "-b", "-bb", "-I", "-P", "-q", "-v"}
+_PY_FLAGS_ARG = {"-X", "-W"}
+
+
+def parse_pytest_command(command: str) -> PytestCommand | None:
+    """Recognise a plain pytest invocation: `[VAR=val ...] (pytest | python [flags] -m pytest)
+    [args]`, with no shell operators or expansions. None for anything else."""
+    if any(ch in command for ch in "$`\n"):
+        return None
+    try:
+        lex = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lex.whitespace_split = True
+        tokens = list(lex)
+    except ValueError:
+        return None
+    if any(t and all(c in "();<>|&" for c in t) for t in tokens):
+        return None
+    i = 0
+    env: list[str] = []
+    while i < len(tokens) and _ENV_RE.match(tokens[i]):
+        env.append(tokens[i])
+        i += 1
+    if i >= len(tokens):
+        return None
+    head = tokens[i]
+    if head.rsplit("/", 1)[-1] in ("pytest", "py.test"):
+        return PytestCommand(env, "python", [], tokens[i + 1:])
+    if not _PYTHON_RE.match(head):
+        return None
+    flags: list[str] = []
+    i += 1
+    while i < len(tokens) and tokens[i] != "-m":
+        t = tokens[i]
+        if t in _PY_FLAGS:
+            flags.append(t)
+        elif t in _PY_FLAGS_ARG and i + 1 < len(tokens):
+            flags += [t, tokens[i + 1]]
+            i += 1
+        else:
+            return None
+        i += 1
+    if i + 1 < len(tokens) and tokens[i] == "-m" and tokens[i + 1] == "pytest":
+        return PytestCommand(env, head, flags, tokens[i + 2:])
+    return None
