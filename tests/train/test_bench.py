@@ -109,8 +109,8 @@ def test_bench_logprobs_layers_all_plans_around_the_naive_step(monkeypatch):
     reason, while the naive head stage (the logits-memory baseline) still runs."""
     import argparse
 
+    from fixrl.sandbox.bench import BenchError
     from fixrl.train import bench_logprobs as bl
-    from fixrl.train.bench_proc import BenchError
 
     p = argparse.ArgumentParser()
     bl.add_arguments(p)
