@@ -175,6 +175,11 @@ def _names(frame):
             out[name] = describe(value)
     used = set()
     _code_names(frame.f_code, used)
+    for name, value in list(frame.f_locals.items())[:_NAMES_MAX]:
+        fields = getattr(value, "__dict__", None)  # `self.cart`: instance attributes, no properties
+        if isinstance(fields, dict) and not isinstance(value, (types.ModuleType, type)):
+            for attr in sorted(used & set(fields))[:_NAMES_MAX]:
+                out[name + "." + attr] = describe(fields[attr])
     for name in sorted(used):
         if name in out or len(out) >= 2 * _NAMES_MAX:
             continue
@@ -234,8 +239,10 @@ def _doctest_failures(exc):
         if got is None and getattr(failure, "exc_info", None):
             got = f"{failure.exc_info[0].__name__}: {failure.exc_info[1]}"
         test = getattr(failure, "test", None)
+        examples = list(getattr(test, "examples", None) or [])
+        before = examples[:examples.index(example)] if example in examples else []
         out.append({"source": example.source, "want": example.want, "got": got,
-                     "name": getattr(test, "name", None), "line": example.lineno})
+                    "name": getattr(test, "name", None), "before": [e.source for e in before][-8:]})
     return out
 
 

@@ -124,6 +124,21 @@ def printable(text: str | None) -> bool:
     return True
 
 
+def readable(d: dict | None) -> str | None:
+    """The repr of a described value when it reads back as that value: a builtin type's
+    (`[1, 'a']`), or one that spells its class's constructor (`Decimal('1.5')`); else None
+    (`<Box 3>`, a unittest case's `test_x (mod.T.test_x)`, a cut repr)."""
+    if not d or d.get("kind") != "value" or d.get("cut"):
+        return None
+    text = (d.get("repr") or "").strip()
+    if not printable(text) or len(text) > _VALUE_MAX:
+        return None
+    if d.get("module") == "builtins":
+        return text
+    name = (d.get("qualname") or "").rsplit(".", 1)[-1]
+    return text if name and re.match(rf"(?:[\w.]+\.)?{re.escape(name)}\(", text) else None
+
+
 def _shown(text: str) -> str:
     text = " ".join(text.split()) if "\n" in text else text
     return text if len(text) <= _VALUE_MAX else text[:_VALUE_MAX] + " …"
@@ -251,12 +266,24 @@ class _TestFile:
                 best = node
         return best
 
+    def fixture(self, name: str) -> str | None:
+        """The source of the pytest fixture `name` defined at the top of this file, if any."""
+        for node in self.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name and \
+                    any("fixture" in ast.unparse(d) for d in node.decorator_list):
+                return self._segment(node)
+        return None
+
+    def _segment(self, node: ast.AST) -> str:
+        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        return _dedented("\n".join(self.source.splitlines()[start - 1:node.end_lineno])) or ""
+
     def definition(self, line: int, name: str) -> str | None:
         """The source of the function or class `name` defined at `line`, or of `name = lambda ...`."""
         for node in ast.walk(self.tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name \
                     and line in (node.lineno, *(d.lineno for d in node.decorator_list)):
-                return _dedented(ast.get_source_segment(self.source, node, padded=True))
+                return self._segment(node)
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda) and node.lineno == line \
                     and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
                 return ast.get_source_segment(self.source, node)
@@ -329,8 +356,9 @@ class _Reader:
     """One test frame and its statement: which calls reach the package, and how to show any
     expression of the statement with values."""
 
-    def __init__(self, frame: _Frame, after: list[_Frame], tf: _TestFile, scope: ast.AST):
-        self.frame, self.after, self.tf, self.scope = frame, after, tf, scope
+    def __init__(self, frame: _Frame, after: list[_Frame], tf: _TestFile, scope: ast.AST,
+                 read: Callable[[str], _TestFile | None]):
+        self.frame, self.after, self.tf, self.scope, self.read = frame, after, tf, scope, read
         self.names = frame.names
         self.binds = _bindings(scope)
         self.setup: list[str] = []
@@ -429,30 +457,49 @@ class _Reader:
         if isinstance(node, ast.Expr):
             return self.render(node.value)
         if isinstance(node, ast.Assign):
-            return f"{' = '.join(self.render(t) for t in node.targets)} = {self.render(node.value)}"
+            return f"{' = '.join(ast.unparse(t) for t in node.targets)} = {self.render(node.value)}"
         assert isinstance(node, ast.AugAssign)
         op = ast.unparse(ast.AugAssign(target=ast.Name("x"), op=node.op, value=ast.Constant(0)))[2:-2]
-        return f"{self.render(node.target)} {op} {self.render(node.value)}"
+        return f"{ast.unparse(node.target)} {op} {self.render(node.value)}"
 
     def add_definition(self, name: str, d: dict) -> None:
         source = self.tf.definition(int(d.get("line") or 0), name) if d.get("file") == self.frame.path else None
         if source is None:
-            raise _Unshowable(f"the test's helper `{name}` is defined out of reach")
+            raise _Unshowable("a helper of the test is defined out of reach")
+        self._add_def(source)
+
+    def _add_def(self, source: str) -> None:
         if len(source.splitlines()) > _DEF_MAX_LINES:
-            raise _Unshowable(f"the test's helper `{name}` is too long to show")
+            raise _Unshowable("a helper of the test is too long to show")
         if source not in self.defs:
             self.defs.append(source)
+
+    def add_fixture(self, name: str) -> bool:
+        """Show the pytest fixture a parameter of the test comes from (this file or a conftest.py
+        above it); False when there is none."""
+        fn = self.scope
+        params = {a.arg for a in fn.args.args} if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else set()
+        if name not in params or self.frame.path is None:
+            return False
+        parts = self.frame.path.split("/")[:-1]
+        files = [self.frame.path] + ["/".join(parts[:i] + ["conftest.py"]) for i in range(len(parts), -1, -1)]
+        for path in files:
+            tf = self.tf if path == self.frame.path else self.read(path)
+            source = tf.fixture(name) if isinstance(tf, _TestFile) else None
+            if source is not None:
+                self._add_def(source)
+                return True
+        return False
 
     def value(self, d: dict | None, node: ast.expr | None, *, exact: bool) -> str | None:
         """A compared operand as text: its repr, or the rendered expression when the repr does
         not read back (exact: only a value that reads back, or a rendering without calls into
         the package)."""
         text = (d or {}).get("repr")
-        if text is not None and (d or {}).get("kind") in ("value", None):
-            if printable(text) and not d.get("cut"):
-                return _shown(text)
-            if not exact:
-                return _shown(text + (" …" if d.get("cut") else ""))
+        if readable(d):
+            return _shown(text)
+        if text is not None and d.get("kind") == "value" and not exact:
+            return _shown(text + (" …" if d.get("cut") else ""))
         if node is not None and not self.api_calls(node):
             return _shown(self.render(_unwrap_approx(node)))
         if text is not None and not exact:
@@ -469,9 +516,17 @@ class _Substitute(ast.NodeTransformer):
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         dotted = _dotted(node)
-        if dotted is not None and dotted in self.r.names:
+        d = self.r.names.get(dotted or "")
+        if d is None:
+            return self.generic_visit(node)
+        if d.get("kind") in ("module", "function", "class"):
             return node  # a module attribute (`inflection.singularize`): a name, not a value
-        return self.generic_visit(node)
+        text = readable(d)
+        if text is not None:
+            return ast.copy_location(ast.parse(text, mode="eval").body, node)
+        if (dotted or "").startswith("self."):
+            raise _Unshowable("the test uses attributes of its test case")
+        raise _Unshowable("a variable has no printable value")
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         name, r = node.id, self.r
@@ -481,7 +536,7 @@ class _Substitute(ast.NodeTransformer):
         if d is None:
             if name in _BUILTIN_NAMES:
                 return node
-            raise _Unshowable(f"no value recorded for `{name}`")
+            raise _Unshowable("no value recorded for a name the test uses")
         api = r.from_api(name)
         if api is not None:
             r.add_setup(name, api)
@@ -496,14 +551,18 @@ class _Substitute(ast.NodeTransformer):
             return node
         if kind == "module":
             return node
-        text = d.get("repr")
-        if kind == "value" and printable(text) and not d.get("cut") and len(text) <= _VALUE_MAX:
-            return ast.copy_location(ast.parse(text.strip(), mode="eval").body, node)
+        text = readable(d)
+        if text is not None:
+            return ast.copy_location(ast.parse(text, mode="eval").body, node)
         value = r.assigned(name)
         if value is not None:
             r.add_setup(name, value)
             return node
-        raise _Unshowable(f"`{name}` has no printable value")
+        if r.add_fixture(name):
+            return node
+        if name == "self":
+            raise _Unshowable("the test uses attributes of its test case")
+        raise _Unshowable("a variable has no printable value")
 
 
 _STR_METHODS = {"capitalize", "upper", "lower", "title", "swapcase", "strip", "lstrip", "rstrip", "casefold"}
@@ -656,27 +715,49 @@ def _expected_raise(r: _Reader, stmt: ast.AST) -> str | None:
     return None
 
 
+def _header(stmt: ast.AST) -> ast.AST:
+    """The part of a statement that runs on its own line(s): not the bodies of a compound one."""
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return stmt.iter
+    if isinstance(stmt, (ast.If, ast.While)):
+        return stmt.test
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return ast.Tuple([i.context_expr for i in stmt.items], ast.Load())
+    if isinstance(stmt, ast.Try):
+        return ast.Tuple([], ast.Load())
+    return stmt
+
+
 def _raised(r: _Reader, stmt: ast.AST, exc: dict) -> Symptom:
+    head = _header(stmt)
     into = next((f for f in r.after if f.kind == "repo"), None)
-    calls = r.api_calls(stmt)
-    if not calls:
-        raise _Unshowable("the failing statement calls nothing of the package")
-    match = [c for c in calls if into is not None and
-             ((c[1].get("wraps") or c[1]).get("qualname") or "").rsplit(".", 1)[-1] == into.func]
-    call = (match or calls)[0][0]
-    text = r.render(call)
-    sentence = f"Calling `{text}` raises `{_exception_text(exc)}`"
+    calls = r.api_calls(head)
+    if calls:
+        match = [c for c in calls if into is not None and
+                 ((c[1].get("wraps") or c[1]).get("qualname") or "").rsplit(".", 1)[-1] == into.func]
+        shown: ast.expr = (match or calls)[0][0]
+        lead = f"Calling `{r.render(shown)}` raises"
+    else:
+        # raised by the test's own code on what the package returned: `r = f(x); r["a"]`
+        shown = head.value if isinstance(head, (ast.Expr, ast.Assign, ast.AugAssign)) else \
+            head.test if isinstance(head, ast.Assert) else head
+        if isinstance(shown, ast.Compare) and len(shown.ops) == 1:
+            shown = shown.left if r.observed(shown.left) is not None else shown.comparators[0]
+        if not isinstance(shown, ast.expr) or r.observed(shown) is None:
+            raise _Unshowable("the failing statement calls nothing of the package")
+        lead = f"`{r.render(shown)}` raises"
+    sentence = f"{lead} `{_exception_text(exc)}`"
     wanted = _expected_raise(r, stmt)
     if wanted:
         sentence += f", but `{wanted}` was expected."
     elif isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Compare) and len(stmt.test.ops) == 1:
         left, right = stmt.test.left, stmt.test.comparators[0]
-        other = right if any(n is call for n in ast.walk(left)) else left
+        other = right if any(n is shown for n in ast.walk(left)) else left
         expected = r.value(None, other, exact=True) if not r.api_calls(other) else None
         sentence += f", but `{expected}` was expected." if expected else "."
     else:
         sentence += "."
-    return _sym(r, call, sentence)
+    return _sym(r, shown, sentence)
 
 
 def _compare(r: _Reader, test: ast.Compare, records: list[dict], message: str) -> Symptom:
@@ -704,7 +785,7 @@ def _compare(r: _Reader, test: ast.Compare, records: list[dict], message: str) -
             expected = r.value(None, other, exact=True)
     if actual is None or expected is None:
         raise _Unshowable("a compared value has no printable form")
-    if actual == expected:
+    if actual == expected and op.strip() not in ("!=", "is not"):
         raise _Unshowable("the compared values print the same")
     text = r.render(shown)
     return _sym(r, shown, _comparison(r, text, shown, op.strip(), actual, expected, api_left))
@@ -782,7 +863,7 @@ def _unittest(r: _Reader, call: ast.Call) -> Symptom:
         expected = r.value(values[e] if len(values) > 1 else None, other, exact=True)
         if actual is None or expected is None:
             raise _Unshowable("a compared value has no printable form")
-        if actual == expected:
+        if actual == expected and op not in ("!=", "is not"):
             raise _Unshowable("the compared values print the same")
         return _sym(r, shown, _comparison(r, r.render(shown), shown, op, actual, expected, api_left))
     if method in _UNITTEST_UNARY and call.args:
@@ -828,10 +909,75 @@ def _with_body(r: _Reader, stmt: ast.AST) -> list[ast.AST] | None:
     return None
 
 
-def _read(failure: Failure, read: Callable[[str], ast.Module | _TestFile | None]) -> Symptom:
+def _doctest(example: dict, read: Callable[[str], _TestFile | None]) -> Symptom:
+    """A failing example of a docstring (pytest's doctest items): the example is already the
+    call with values; examples before it that bind names are its setup."""
+    source = (example.get("source") or "").strip()
+    want, got = (example.get("want") or "").strip(), (example.get("got") or "").strip()
+    name = example.get("name") or ""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        raise _Unshowable("a doctest example that does not parse") from e
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    if not calls or "\n" in source:
+        raise _Unshowable("a doctest example that is not a single call")
+    setup = []
+    for before in example.get("before") or []:
+        try:
+            if not all(isinstance(n, ast.Expr) for n in ast.parse(before).body):
+                setup.append(before.strip())
+        except SyntaxError:
+            continue
+    if got.startswith("Traceback") or "Error" in got.split("\n")[-1].split(":")[0]:
+        happened = f"raises `{_shown(got.splitlines()[-1].strip())}`"
+    else:
+        happened = f"gives `{_shown(got)}`" if got else "prints nothing"
+    owner = name.rsplit(".", 1)[-1]
+    expected = f"`{_shown(want)}`" if want else "no output"
+    text = f"The example `{source}` from the docstring of `{owner}` {happened}, but {expected} was expected."
+    module = name.rsplit(".", 1)[0].replace(".", "/")
+    file = next((p for p in (f"{module}.py", f"{module}/__init__.py", f"src/{module}.py",
+                             f"src/{module}/__init__.py") if read(p) is not None), "")
+    return Symptom(source, _call_name(calls[0]), owner, file, text, tuple(setup))
+
+
+_REGEX_MISMATCH = re.compile(
+    r"^Regex pattern did not match\.\s*\n\s*(?:Regex|Expected regex): (.*)\n\s*(?:Input|Actual message): (.*)")
+
+
+def _raises_failure(r: _Reader, stmt: ast.AST, exc: dict) -> Symptom | None:
+    """A `pytest.raises` / `assertRaises` that failed: nothing raised, or a message that does
+    not match; None for any other failure."""
+    message = exc.get("message") or ""
+    if exc.get("type") not in ("Failed", "AssertionError"):
+        return None
+    body = _with_body(r, stmt)
+    if body is None and isinstance(stmt, (ast.Expr, ast.Assign)) and isinstance(stmt.value, ast.Call) \
+            and _call_name(stmt.value) in _RAISES:
+        inner = _raises_call(stmt.value)
+        body = [inner] if inner is not None else None
+    if body is None:
+        return None
+    expected = _raised_names(message)
+    if expected is not None:
+        return _no_raise(r, body, expected)
+    m = re.match(_REGEX_MISMATCH, message)
+    calls = [c for n in body for c in r.api_calls(n)]
+    if m is None or not calls:
+        return None
+    wanted = _expected_raise(r, body[0]) or "the exception"
+    call = calls[-1][0]
+    return _sym(r, call, f"Calling `{r.render(call)}` raises `{wanted}` with the message `{_shown(m.group(2))}`, "
+                         f"but a message matching `{_shown(m.group(1))}` was expected.")
+
+
+def _read(failure: Failure, read: Callable[[str], _TestFile | None]) -> Symptom:
     detail = failure.detail
     if not detail:
         raise _Unshowable("no failure detail was recorded")
+    if detail.get("doctest"):
+        return _doctest(detail["doctest"][0], read)
     frames = [_Frame.of(f) for f in detail.get("frames") or []]
     i = _choose(frames)
     if i is None:
@@ -844,18 +990,11 @@ def _read(failure: Failure, read: Callable[[str], ast.Module | _TestFile | None]
     stmt = tf.statement(scope, frame.line) if scope is not None else None
     if stmt is None:
         raise _Unshowable("the failing statement is not in a test function")
-    r = _Reader(frame, frames[i + 1:], tf, scope)
+    r = _Reader(frame, frames[i + 1:], tf, scope, read)
     exc = detail.get("exc") or {}
-    message = exc.get("message") or ""
-    expected = _raised_names(message) if exc.get("type") in ("Failed", "AssertionError") else None
-    if expected is not None:
-        body = _with_body(r, stmt)
-        if body is None and isinstance(stmt, (ast.Expr, ast.Assign)) and isinstance(stmt.value, ast.Call) \
-                and _call_name(stmt.value) in _RAISES:
-            inner = _raises_call(stmt.value)
-            body = [inner] if inner is not None else None
-        if body is not None:
-            return _no_raise(r, body, expected)
+    found = _raises_failure(r, stmt, exc)
+    if found is not None:
+        return found
     into_package = any(f.kind == "repo" for f in r.after)
     if exc.get("type") == "AssertionError" and not into_package:
         return _assertion(r, stmt, detail)
@@ -888,20 +1027,21 @@ _OPENINGS = ["", "Bug report: ", "I think there is a bug. ", "Unexpected result.
 
 
 def _lower_first(text: str) -> str:
-    return text[0].lower() + text[1:] if text.startswith("Calling") else text
+    return text[0].lower() + text[1:] if text[:1].isalpha() else text
 
 
 def _paragraph(s: Symptom) -> str:
-    setup = [c for c in s.context if "\n" not in c and not c.startswith(("def ", "class ", "async def "))]
+    setup = [c for c in s.context if "\n" not in c and not c.startswith(("def ", "class ", "async def ", "@"))]
     defs = [c for c in s.context if c not in setup]
     text = s.text
-    if setup and len(setup) <= 2:
-        text = f"After {' and '.join(f'`{x}`' for x in setup)}, {_lower_first(text)}"
+    if setup and len(setup) <= 3:
+        text = f"After {', '.join(f'`{x}`' for x in setup[:-1])}{' and ' if len(setup) > 1 else ''}" \
+               f"`{setup[-1]}`, {_lower_first(text)}"
     elif setup:
-        defs = setup + defs
+        defs = ["\n".join(setup)] + defs
     if defs:
-        code = "\n".join(defs)
-        text += f" Here the test's code is:\n\n```python\n{code}\n```\n"
+        code = "\n\n".join(defs)
+        text += f" The test's code for it:\n\n```python\n{code}\n```"
     return text
 
 
@@ -924,8 +1064,7 @@ def write_issue(symptoms: list[Symptom], rng: random.Random, forbidden: Iterable
         parts.append("Also: " + second[0].lower() + second[1:])
     if kept[0].file:
         parts.append(f"`{kept[0].callee}` is defined in `{kept[0].file}`.")
-    text = "\n".join(p.strip() if "```" in p else p for p in parts) if any("```" in p for p in parts) \
-        else " ".join(parts)
+    text = ("\n\n" if any("```" in p for p in parts) else " ").join(parts)
     return None if any(b in text for b in banned) else text
 
 

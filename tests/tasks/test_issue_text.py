@@ -202,6 +202,12 @@ PACKAGE = {
 
 
         def initials(name):
+            """The first letter of each word.
+
+            >>> full = "Ada King Lovelace"
+            >>> initials(full)
+            'AKLX'
+            """
             return "".join(p[0] for p in name.split())
 
 
@@ -276,6 +282,11 @@ PACKAGE = {
                 words.parse_count("x")
 
 
+        def test_pytest_raises_other_message():
+            with pytest.raises(TypeError, match="^invalid"):
+                words.parse_count("")
+
+
         def test_raises_helper():
             assert raises(ValueError, lambda: words.parse_count("x"))
 
@@ -311,12 +322,39 @@ PACKAGE = {
             assert words._irregular("child") == "children"
 
 
+        @pytest.fixture
+        def tally():
+            t = Tally()
+            t.add(4)
+            return t
+
+
+        def test_fixture(tally):
+            assert tally.total() == 5
+
+
+        def test_test_code_raises_on_what_came_back():
+            counts = reduceby(iseven, add, [2, 4], int)
+            assert counts[False] == 0
+
+
+        def test_not_equal():
+            assert words.initials("ada lovelace") != "al"
+
+
         class TestUnittestStyle(unittest.TestCase):
             def test_assert_equal(self):
                 self.assertEqual(words.pluralize("child"), "children")
 
             def test_assert_true(self):
                 self.assertTrue(words.is_plural("dogs"))
+
+            def setUp(self):
+                self.tally = Tally()
+
+            def test_own_attribute(self):
+                self.tally.add(1)
+                self.assertEqual(self.tally.total(), 2)
 
             def test_assert_raises(self):
                 with self.assertRaises(ValueError):
@@ -336,10 +374,11 @@ def failures(tmp_path_factory) -> dict[str, Failure]:
     (root / GEN_DIR / f"{PLUGIN}.py").write_text(PLUGIN_SOURCE)
     report = root / GEN_DIR / "report.json"
     env = {**os.environ, "FIXRL_GEN_REPORT": str(report), "PYTHONPATH": str(root / GEN_DIR)}
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", PLUGIN, "-p", "no:cacheprovider", "tests"],
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", PLUGIN, "-p", "no:cacheprovider", "tests",
+                    "--doctest-modules", "words/core.py"],
                    cwd=root, env=env, capture_output=True, timeout=120)
     tests = json.loads(report.read_text())["tests"]
-    out = {n.split("::", 1)[1]: Failure.from_record(n, t) for n, t in tests.items() if t["outcome"] == "failed"}
+    out = {n.split("::", 1)[-1]: Failure.from_record(n, t) for n, t in tests.items() if t["outcome"] == "failed"}
     out["_root"] = root  # type: ignore[assignment]
     return out
 
@@ -371,6 +410,9 @@ CASES = {
     "test_pytest_raises_not_raised": "Calling `words.parse_count('-4')` does not raise `ValueError`, but it should.",
     "test_pytest_raises_other_exception":
         "Calling `words.parse_count('x')` raises `TypeError: not a number: x`, but `ValueError` was expected.",
+    "test_pytest_raises_other_message":
+        "Calling `words.parse_count('')` raises `TypeError` with the message `'not a number: '`, but a message "
+        "matching `'^invalid'` was expected.",
     "test_raises_helper":
         "Calling `words.parse_count('x')` raises `TypeError: not a number: x`, but `ValueError` was expected.",
     "test_multi_line_assert":
@@ -381,6 +423,12 @@ CASES = {
     "test_truthiness": "Calling `words.is_plural('cats')` returns `False`, but a true value was expected.",
     "test_wrapped_call": "`sorted(words.initials('Ada King Lovelace'))` gives `['A', 'K', 'L']`, but "
                          "`['A', 'K', 'L', 'X']` was expected.",
+    "words.core.initials": "The example `initials(full)` from the docstring of `initials` gives `'AKL'`, but "
+                           "`'AKLX'` was expected.",
+    "test_fixture": "Calling `tally.total()` returns `4`, but `5` was expected.",
+    "test_test_code_raises_on_what_came_back": "`counts[False]` raises `KeyError: False`, but `0` was expected.",
+    "test_not_equal": "Calling `words.initials('ada lovelace')` returns `'al'`, but anything other than `'al'` was "
+                      "expected.",
     "TestUnittestStyle::test_assert_equal":
         "Calling `words.pluralize('child')` returns `'childrens'`, but `'children'` was expected.",
     "TestUnittestStyle::test_assert_true":
@@ -409,6 +457,12 @@ def test_context_shows_setup_and_helpers(failures):
     s = said(failures, "test_method_of_an_object")  # every call that changed the object
     assert s.context == ("t = Tally()", "t.add(2)", "t.add(3)", "t.add(-1)")
     assert (s.api, s.callee) == ("t.total", "total")
+    s = said(failures, "test_fixture")
+    assert s.context == ("@pytest.fixture\ndef tally():\n    t = Tally()\n    t.add(4)\n    return t",)
+    s = said(failures, "test_test_code_raises_on_what_came_back")
+    assert s.context == ("counts = reduceby(iseven, operator.add, [2, 4], int)", "def iseven(x):\n    return x % 2 == 0")
+    assert "After `counts = reduceby(iseven, operator.add, [2, 4], int)`, `counts[False]` raises" in \
+        write_issue([s], random.Random(0))
 
 
 def test_private_helper_is_shown_by_the_public_call(failures):
@@ -419,6 +473,7 @@ def test_private_helper_is_shown_by_the_public_call(failures):
 @pytest.mark.parametrize("name,why", [
     ("test_no_call_of_the_package", "the assertion calls nothing of the package"),
     ("test_private_only", "the test calls only private functions of the package"),
+    ("TestUnittestStyle::test_own_attribute", "the test uses attributes of its test case"),
 ])
 def test_dropped_with_a_reason(failures, name, why):
     assert said(failures, name) == Dropped(why)
