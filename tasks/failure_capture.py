@@ -96,12 +96,16 @@ def _unwrap(obj):
     """The function under decorators and wrappers (`__wrapped__`, a `func` attribute)."""
     for _ in range(4):
         inner = getattr(obj, "__wrapped__", None)
-        if inner is None and not inspect.isroutine(obj) and not inspect.isclass(obj):
+        if inner is None and not isinstance(obj, _ROUTINES) and not inspect.isclass(obj):
             inner = getattr(obj, "func", None)
         if inner is None or not callable(inner) or inner is obj:
             break
         obj = inner
     return obj
+
+
+_ROUTINES = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.MethodWrapperType,
+             types.WrapperDescriptorType, types.MethodDescriptorType, types.ClassMethodDescriptorType)
 
 
 def _put(d, module, qualname, file, line):
@@ -122,19 +126,23 @@ def describe(obj):
             d["kind"] = "class"
             _put(d, *_origin(obj))
             return d
-        if inspect.isroutine(obj):
+        if isinstance(obj, _ROUTINES):
             d["kind"] = "function"
-            _put(d, *_origin(_unwrap(getattr(obj, "__func__", obj))))
+            target = getattr(obj, "__func__", obj)
+            _put(d, *_origin(target))
+            inner = _unwrap(target)
+            if inner is not target:  # a decorated function: the wrapper's origin and the wrapped one's
+                d["wraps"] = {k: v for k, v in describe(inner).items() if k != "wraps"}
             owner = getattr(obj, "__self__", None)
             if owner is not None and not isinstance(owner, types.ModuleType):
                 d["bound"] = _origin(type(owner))[1]
             return d
         d["kind"] = "callable" if callable(obj) else "value"
         _put(d, *_origin(type(obj)))
-        if callable(obj):
+        if callable(obj):  # an instance with __call__ (a curried function, a partial)
             inner = _unwrap(obj)
-            if inner is not obj and inspect.isroutine(inner):
-                d["wraps"] = describe(inner)
+            if inner is not obj and isinstance(inner, _ROUTINES):
+                d["wraps"] = {k: v for k, v in describe(inner).items() if k != "wraps"}
         text, cut = _repr(obj)
         d["repr"] = text
         if cut:
@@ -167,6 +175,28 @@ def _attributes(module, prefix, wanted, out, depth):
             _attributes(value, key, wanted, out, depth - 1)
 
 
+def _fields(obj, wanted):
+    """(name, value) of the attributes in `wanted` that `obj` stores: in its `__dict__` or as
+    plain class attributes (`self.cart`, a test class's `D = dict`); never a property or a
+    method, so no user code runs."""
+    out = []
+    fields = getattr(obj, "__dict__", None)
+    fields = fields if isinstance(fields, dict) else {}
+    for attr in sorted(wanted):
+        if attr in fields:
+            out.append((attr, fields[attr]))
+            continue
+        for klass in type(obj).__mro__[:-1]:
+            value = klass.__dict__.get(attr, _fields)
+            if value is not _fields:
+                if inspect.isclass(value) or not hasattr(type(value), "__get__"):
+                    out.append((attr, value))
+                break
+        if len(out) >= _NAMES_MAX:
+            break
+    return out
+
+
 def _names(frame):
     """Locals of a test frame, and the globals, builtins and module attributes its code uses."""
     out = {}
@@ -176,13 +206,12 @@ def _names(frame):
     used = set()
     _code_names(frame.f_code, used)
     for name, value in list(frame.f_locals.items())[:_NAMES_MAX]:
-        fields = getattr(value, "__dict__", None)  # `self.cart`: instance attributes, no properties
-        if isinstance(fields, dict) and not isinstance(value, (types.ModuleType, type)):
-            for attr in sorted(used & set(fields))[:_NAMES_MAX]:
-                out[name + "." + attr] = describe(fields[attr])
+        if not name.startswith("@") and not isinstance(value, (types.ModuleType, type)):
+            for attr, field in _fields(value, used):
+                out[name + "." + attr] = describe(field)
     for name in sorted(used):
-        if name in out or len(out) >= 2 * _NAMES_MAX:
-            continue
+        if name in out or name.startswith("@") or len(out) >= 2 * _NAMES_MAX:
+            continue  # `@py_builtins`, `@pytest_ar`: pytest's assertion rewriting
         if name in frame.f_globals:
             value = frame.f_globals[name]
         elif hasattr(builtins, name):

@@ -332,19 +332,27 @@ def _choose(frames: list[_Frame]) -> int | None:
     return chosen
 
 
-def _package_file(d: dict | None) -> str | None:
-    """The package file defining what `d` describes (a wrapped function counts), or None."""
+def _in_package(d: dict | None) -> dict | None:
+    """The description of the package's own part of what `d` describes: the function a
+    decorator or a curried wrapper holds when the package defines it, else the object itself
+    when the package defines it (`memoize`'s wrapper around a test's function), else None."""
     if not d:
         return None
-    for cand in (d, d.get("wraps") or {}):
+    for cand in (d.get("wraps") or {}, d):
         path = cand.get("file")
         if path and not is_test_path(path):
-            return path
+            return cand
     return None
 
 
+def _package_file(d: dict | None) -> str | None:
+    """The package file defining what `d` describes, or None."""
+    own = _in_package(d)
+    return own.get("file") if own else None
+
+
 def _public(dotted: str, d: dict) -> bool:
-    qual = (d.get("wraps") or d).get("qualname") or ""
+    qual = (_in_package(d) or d).get("qualname") or ""
     parts = dotted.split(".") + [qual.rsplit(".", 1)[-1]]
     return not any(p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in parts if p)
 
@@ -393,16 +401,28 @@ class _Reader:
                     out.append((n, r[0], r[1]))
         return sorted(out, key=lambda x: (x[0].lineno, x[0].col_offset))
 
-    def assigned(self, name: str) -> ast.expr | None:
-        """The expression of the one plain assignment of `name` before the failing line."""
-        nodes = self.binds.get(name, [])
-        if len(nodes) != 1:
+    def binding(self, name: str) -> tuple[ast.expr, ast.expr] | None:
+        """(target, expression) of the last plain assignment of `name` before the failing line:
+        `r = f(x)`, an unpacking `first, rest = f(x)`, or one name of `a, b = x, y`; None when
+        it was bound otherwise."""
+        before = [n for n in self.binds.get(name, []) if getattr(n, "lineno", 0) < self.frame.line]
+        if not before:
             return None
-        parent = self.tf.parent.get(nodes[0])
-        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.targets[0] is nodes[0] \
-                and parent.lineno < self.frame.line:
-            return parent.value
-        return None
+        node = max(before, key=lambda n: (n.lineno, n.col_offset))
+        parent = self.tf.parent.get(node)
+        target = node
+        if isinstance(parent, ast.Tuple) and all(isinstance(e, ast.Name) for e in parent.elts):
+            target, parent = parent, self.tf.parent.get(parent)
+        if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.targets[0] is target):
+            return None
+        value = parent.value
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(value.elts) == len(target.elts):
+            return node, value.elts[target.elts.index(node)]
+        return target, value
+
+    def assigned(self, name: str) -> ast.expr | None:
+        found = self.binding(name)
+        return found[1] if found else None
 
     def from_api(self, name: str) -> ast.expr | None:
         """The assignment of `name` when it calls the package (`r = f(x)`)."""
@@ -426,10 +446,17 @@ class _Reader:
         new = _Substitute(self, _bound_inside(node)).visit(copy.deepcopy(node))
         return ast.unparse(ast.fix_missing_locations(_fold(new)))
 
-    def add_setup(self, name: str, value: ast.expr) -> None:
-        self._busy.add(name)
-        lines = [f"{name} = {self.render(value)}"] + [self._statement(s) for s in self._changes(name, value)]
-        self._busy.discard(name)
+    def add_setup(self, name: str) -> None:
+        """Show how `name` was made: its assignment, and what changed the object since."""
+        found = self.binding(name)
+        if found is None:
+            raise _Unshowable("a variable has no printable value")
+        target, value = found
+        names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        self._busy |= names
+        lines = [f"{ast.unparse(target)} = {self.render(value)}"]
+        lines += [self._statement(s) for n in sorted(names) for s in self._changes(n, value)]
+        self._busy -= names
         for text in lines:
             if text not in self.setup:
                 self.setup.append(text)
@@ -500,8 +527,12 @@ class _Reader:
             return _shown(text)
         if text is not None and d.get("kind") == "value" and not exact:
             return _shown(text + (" …" if d.get("cut") else ""))
-        if node is not None and not self.api_calls(node):
-            return _shown(self.render(_unwrap_approx(node)))
+        if node is not None and self.observed(node) is None:
+            node = _unwrap_approx(node)
+            made = self.binding(node.id) if isinstance(node, ast.Name) else None
+            if made is not None and isinstance(made[0], ast.Name):
+                node = made[1]  # `alist` -> `list(range(100))`: the expected value, not a name
+            return _shown(self.render(node))
         if text is not None and not exact:
             return _shown(text)
         return None
@@ -511,22 +542,47 @@ class _Reader:
 
 
 class _Substitute(ast.NodeTransformer):
+    """Variables to values (see `_Reader.render`); what it cannot show raises `_Unshowable`."""
+
     def __init__(self, reader: _Reader, bound: set[str]):
         self.r, self.bound = reader, bound
 
+    def _named(self, node: ast.expr, written: str, d: dict) -> ast.expr:
+        """A function or class by its own name (a parameter or alias holding `dict` shows as
+        `dict`), with its definition when the test file defines it, and its module when the
+        standard library does (`operator.add`)."""
+        own = (d.get("qualname") or "").rsplit(".", 1)[-1]
+        path = d.get("file")
+        if path and is_test_path(path):
+            self.r.add_definition(own if own.isidentifier() else written, d)
+            return node if not own.isidentifier() else ast.copy_location(ast.Name(own, ast.Load()), node)
+        if not own.isidentifier():
+            raise _Unshowable("a variable has no printable value")
+        module = (d.get("module") or "builtins").lstrip("_")
+        if not path and module != "builtins":
+            return ast.copy_location(ast.parse(f"{module}.{own}", mode="eval").body, node)
+        return ast.copy_location(ast.Name(own, ast.Load()), node)
+
+    def _value(self, node: ast.expr, d: dict) -> ast.expr:
+        text = readable(d)
+        if text is None:
+            raise _Unshowable("a variable has no printable value")
+        return ast.copy_location(ast.parse(text, mode="eval").body, node)
+
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-        dotted = _dotted(node)
-        d = self.r.names.get(dotted or "")
+        dotted = _dotted(node) or ""
+        d = self.r.names.get(dotted)
         if d is None:
             return self.generic_visit(node)
-        if d.get("kind") in ("module", "function", "class"):
-            return node  # a module attribute (`inflection.singularize`): a name, not a value
-        text = readable(d)
-        if text is not None:
-            return ast.copy_location(ast.parse(text, mode="eval").body, node)
-        if (dotted or "").startswith("self."):
+        kind = d.get("kind")
+        base = self.r.names.get(dotted.split(".", 1)[0]) or {}
+        if kind == "module" or (kind in ("function", "class") and base.get("kind") == "module"):
+            return node  # a module's attribute (`inflection.singularize`): a name, not a value
+        if kind in ("function", "class"):
+            return self._named(node, dotted, d)
+        if readable(d) is None and dotted.startswith("self."):
             raise _Unshowable("the test uses attributes of its test case")
-        raise _Unshowable("a variable has no printable value")
+        return self._value(node, d)
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         name, r = node.id, self.r
@@ -537,32 +593,25 @@ class _Substitute(ast.NodeTransformer):
             if name in _BUILTIN_NAMES:
                 return node
             raise _Unshowable("no value recorded for a name the test uses")
-        api = r.from_api(name)
-        if api is not None:
-            r.add_setup(name, api)
-            return node
         kind = d.get("kind")
-        if kind in ("function", "class"):
-            path = d.get("file")
-            if path and is_test_path(path):
-                r.add_definition(name, d)
-            elif not path and d.get("module") not in (None, "builtins") and name in r.tf.imported_from:
-                return ast.copy_location(ast.parse(f"{r.tf.imported_from[name]}.{name}", mode="eval").body, node)
-            return node
-        if kind == "module":
-            return node
-        text = readable(d)
-        if text is not None:
-            return ast.copy_location(ast.parse(text, mode="eval").body, node)
-        value = r.assigned(name)
-        if value is not None:
-            r.add_setup(name, value)
-            return node
-        if r.add_fixture(name):
-            return node
-        if name == "self":
-            raise _Unshowable("the test uses attributes of its test case")
-        raise _Unshowable("a variable has no printable value")
+        wrapped = d.get("wraps") or {}
+        if r.from_api(name) is not None:
+            r.add_setup(name)
+        elif kind in ("function", "class"):
+            return self._named(node, name, d)
+        elif kind == "module":
+            pass
+        elif kind == "callable" and wrapped.get("file") and is_test_path(wrapped["file"]) \
+                and wrapped.get("qualname", "").rsplit(".", 1)[-1] == name:
+            r.add_definition(name, wrapped)  # the test's own function under a package decorator
+        elif readable(d) is not None:
+            return self._value(node, d)
+        elif r.binding(name) is not None:
+            r.add_setup(name)
+        elif not r.add_fixture(name):
+            raise _Unshowable("the test uses attributes of its test case" if name == "self"
+                              else "a variable has no printable value")
+        return node
 
 
 _STR_METHODS = {"capitalize", "upper", "lower", "title", "swapcase", "strip", "lstrip", "rstrip", "casefold"}
@@ -570,7 +619,8 @@ _STR_METHODS = {"capitalize", "upper", "lower", "title", "swapcase", "strip", "l
 
 def _fold(node: ast.AST) -> ast.AST:
     """Constant subscripts of literals evaluated (`[1, 2][0]` -> `1`), case changes of string
-    literals too (`'cow'.capitalize()` -> `'Cow'`), literal `*args` spread."""
+    literals too (`'cow'.capitalize()` -> `'Cow'`), `dict({1: 2})` -> `{1: 2}`, literal `*args`
+    and `**kwargs` spread."""
 
     class Fold(ast.NodeTransformer):
         def visit_Subscript(self, n: ast.Subscript) -> ast.AST:
@@ -585,6 +635,9 @@ def _fold(node: ast.AST) -> ast.AST:
         def visit_Call(self, n: ast.Call) -> ast.AST:
             self.generic_visit(n)
             f = n.func
+            if isinstance(f, ast.Name) and f.id in ("dict", "list", "tuple") and len(n.args) == 1 and not n.keywords \
+                    and isinstance(n.args[0], {"dict": ast.Dict, "list": ast.List, "tuple": ast.Tuple}[f.id]):
+                return n.args[0]  # `dict({1: 2})` -> `{1: 2}`
             if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Constant) and isinstance(f.value.value, str) \
                     and f.attr in _STR_METHODS and not n.keywords \
                     and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in n.args):
@@ -593,6 +646,15 @@ def _fold(node: ast.AST) -> ast.AST:
                     return ast.copy_location(ast.Constant(value), n)
                 except (TypeError, ValueError):
                     return n
+            keywords = []
+            for k in n.keywords:
+                if k.arg is None and isinstance(k.value, ast.Dict) and \
+                        all(isinstance(x, ast.Constant) and isinstance(x.value, str) and x.value.isidentifier()
+                            for x in k.value.keys):
+                    keywords.extend(ast.keyword(x.value, v) for x, v in zip(k.value.keys, k.value.values))
+                else:
+                    keywords.append(k)
+            n.keywords = keywords
             args = []
             for a in n.args:
                 if isinstance(a, ast.Starred) and isinstance(a.value, (ast.List, ast.Tuple)):
@@ -615,7 +677,10 @@ _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 def _verb(r: _Reader, shown: ast.expr) -> tuple[str, str]:
     """('Calling ', 'returns') for a call of the package, ('', 'gives') for other expressions
     (`sorted(f(x))`)."""
-    direct = isinstance(shown, ast.Call) and any(c[0] is shown for c in r.api_calls(shown))
+    if not isinstance(shown, ast.Call):
+        return "", "gives"
+    alias = isinstance(shown.func, ast.Name) and r.from_api(shown.func.id) is not None
+    direct = alias or any(c[0] is shown for c in r.api_calls(shown))
     return ("Calling ", "returns") if direct else ("", "gives")
 
 
@@ -674,7 +739,7 @@ def _api(r: _Reader, shown: ast.expr) -> tuple[str, dict]:
 
 def _sym(r: _Reader, shown: ast.expr, text: str) -> Symptom:
     dotted, d = _api(r, shown)
-    callee = ((d.get("wraps") or d).get("qualname") or dotted).rsplit(".", 1)[-1]
+    callee = ((_in_package(d) or d).get("qualname") or dotted).rsplit(".", 1)[-1]
     return Symptom(r.render(shown), dotted, callee, _package_file(d) or "", text, r.context())
 
 
@@ -729,12 +794,16 @@ def _header(stmt: ast.AST) -> ast.AST:
 
 
 def _raised(r: _Reader, stmt: ast.AST, exc: dict) -> Symptom:
-    head = _header(stmt)
     into = next((f for f in r.after if f.kind == "repo"), None)
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)) and into is not None:
+        text = ast.unparse(stmt)
+        return Symptom(text, text.split()[1], text.split()[1].split(".")[-1], into.path or "",
+                       f"`{text}` raises `{_exception_text(exc)}`, but the import was expected to succeed.")
+    head = _header(stmt)
     calls = r.api_calls(head)
     if calls:
         match = [c for c in calls if into is not None and
-                 ((c[1].get("wraps") or c[1]).get("qualname") or "").rsplit(".", 1)[-1] == into.func]
+                 ((_in_package(c[1]) or c[1]).get("qualname") or "").rsplit(".", 1)[-1] == into.func]
         shown: ast.expr = (match or calls)[0][0]
         lead = f"Calling `{r.render(shown)}` raises"
     else:
@@ -753,7 +822,7 @@ def _raised(r: _Reader, stmt: ast.AST, exc: dict) -> Symptom:
     elif isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Compare) and len(stmt.test.ops) == 1:
         left, right = stmt.test.left, stmt.test.comparators[0]
         other = right if any(n is shown for n in ast.walk(left)) else left
-        expected = r.value(None, other, exact=True) if not r.api_calls(other) else None
+        expected = r.value(None, other, exact=True) if r.observed(other) is None else None
         sentence += f", but `{expected}` was expected." if expected else "."
     else:
         sentence += "."
@@ -1069,9 +1138,11 @@ def write_issue(symptoms: list[Symptom], rng: random.Random, forbidden: Iterable
 
 
 def _rank(s: Symptom, target: Target | None) -> tuple:
+    """Symptoms calling the buggy function first, then its file's, then the shortest."""
+    size = sum(len(c) for c in s.context) + len(s.text)
     if target is None:
-        return (len(s.context), len(s.text))
-    return (s.callee != target.name, s.file != target.file, len(s.context), len(s.text))
+        return (size,)
+    return (s.callee != target.name, s.file != target.file, size)
 
 
 def issue_for(failures: Iterable[Failure], read: Callable[[str], _TestFile | None], rng: random.Random,
