@@ -322,12 +322,12 @@ def _choose(frames: list[_Frame]) -> int | None:
     innermost test frame (where an assert failed)."""
     chosen = None
     for i, f in enumerate(frames):
-        if f.kind == "test" and f.names:
+        if f.kind == "test":
             after = next((g for g in frames[i + 1:] if g.kind != "ext"), None)
             if after is not None and after.kind == "repo":
                 chosen = i
     if chosen is None:
-        tests = [i for i, f in enumerate(frames) if f.kind == "test" and f.names]
+        tests = [i for i, f in enumerate(frames) if f.kind == "test"]
         chosen = tests[-1] if tests else None
     return chosen
 
@@ -420,6 +420,12 @@ class _Reader:
             return node, value.elts[target.elts.index(node)]
         return target, value
 
+    def local_def(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None:
+        """The `def` or `class` of `name` in the test function itself, before the failing line."""
+        found = [n for n in self.binds.get(name, []) if n.lineno < self.frame.line and
+                 isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        return found[-1] if found else None
+
     def assigned(self, name: str) -> ast.expr | None:
         found = self.binding(name)
         return found[1] if found else None
@@ -435,7 +441,11 @@ class _Reader:
         if self.api_calls(node):
             return node
         if isinstance(node, ast.Name):
-            return self.from_api(node.id)
+            found = self.binding(node.id)
+            if found is not None and self.api_calls(found[1]):
+                # `r = f(x)`: the call itself; `first, rest = f(x)`: `rest`, after its setup
+                return found[1] if isinstance(found[0], ast.Name) else node
+            return None
         if any(isinstance(n, ast.Name) and self.from_api(n.id) is not None for n in ast.walk(node)):
             return node
         return None
@@ -454,7 +464,8 @@ class _Reader:
         target, value = found
         names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
         self._busy |= names
-        lines = [f"{ast.unparse(target)} = {self.render(value)}"]
+        written = ", ".join(map(ast.unparse, target.elts)) if isinstance(target, ast.Tuple) else ast.unparse(target)
+        lines = [f"{written} = {self.render(value)}"]
         lines += [self._statement(s) for n in sorted(names) for s in self._changes(n, value)]
         self._busy -= names
         for text in lines:
@@ -595,15 +606,18 @@ class _Substitute(ast.NodeTransformer):
             raise _Unshowable("no value recorded for a name the test uses")
         kind = d.get("kind")
         wrapped = d.get("wraps") or {}
-        if r.from_api(name) is not None:
+        local = r.local_def(name)
+        if local is not None:
+            r._add_def(r.tf._segment(local))  # defined in the test itself, decorators and all
+        elif wrapped.get("file") and is_test_path(wrapped["file"]) and \
+                wrapped.get("qualname", "").rsplit(".", 1)[-1] == name:
+            r.add_definition(name, wrapped)  # the test's own function under a decorator (`@memoize`)
+        elif r.from_api(name) is not None:
             r.add_setup(name)
         elif kind in ("function", "class"):
             return self._named(node, name, d)
         elif kind == "module":
             pass
-        elif kind == "callable" and wrapped.get("file") and is_test_path(wrapped["file"]) \
-                and wrapped.get("qualname", "").rsplit(".", 1)[-1] == name:
-            r.add_definition(name, wrapped)  # the test's own function under a package decorator
         elif readable(d) is not None:
             return self._value(node, d)
         elif r.binding(name) is not None:
@@ -677,6 +691,8 @@ _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 def _verb(r: _Reader, shown: ast.expr) -> tuple[str, str]:
     """('Calling ', 'returns') for a call of the package, ('', 'gives') for other expressions
     (`sorted(f(x))`)."""
+    if isinstance(shown, ast.Name):
+        return "", "is"
     if not isinstance(shown, ast.Call):
         return "", "gives"
     alias = isinstance(shown.func, ast.Name) and r.from_api(shown.func.id) is not None
@@ -724,6 +740,12 @@ def _api(r: _Reader, shown: ast.expr) -> tuple[str, dict]:
     call in it, or the call that made a local it calls (`mf(2)` after `mf = memoize(f)`)."""
     found: list[tuple[str, dict]] = []
     for _, d, dotted in r.api_calls(shown):
+        local = r.local_def(dotted)
+        decorators = [x for x in (r.resolve(e) for e in local.decorator_list) if x and _package_file(x[0])] \
+            if local is not None else []
+        if decorators:  # `@memoize def double(x)`: the package's part is the decorator
+            found.extend((w, x) for x, w in decorators)
+            continue
         made = r.from_api(dotted.split(".", 1)[0]) if d.get("kind") != "method" else None
         found.extend((x[2], x[1]) for x in (r.api_calls(made) if made is not None else [(None, d, dotted)]))
     for n in ast.walk(shown):

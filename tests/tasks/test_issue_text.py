@@ -83,20 +83,26 @@ def _is_value(node: ast.AST, allowed: set[str], bound: frozenset = frozenset()) 
     return isinstance(node, (ast.GeneratorExp, ast.ListComp))
 
 
-def api_calls(text: str, public: set[str]) -> list[ast.Call]:
-    """Calls in the issue's code spans whose function is one of `public` (by its last name)."""
-    out = []
+def _last(node: ast.AST) -> str | None:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
+def api_calls(text: str, public: set[str]) -> list[ast.AST]:
+    """What names the package in the issue's code spans: calls whose function is one of
+    `public` (by its last name), decorators of the test's code that are, imports of the package."""
+    out: list[ast.AST] = []
     for s in _code_spans(text):
         try:
             tree = ast.parse(s)
         except SyntaxError:
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                f = node.func
-                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
-                if name in public:
-                    out.append(node)
+            if isinstance(node, ast.Call) and _last(node.func) in public:
+                out.append(node)
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                out.extend(d for d in node.decorator_list if _last(d) in public)
+            elif isinstance(node, ast.Import) and any(a.name.split(".")[0] in public for a in node.names):
+                out.append(node)
     return out
 
 
@@ -106,6 +112,8 @@ def assert_issue_rules(text: str, public: set[str], package: str, forbidden: lis
     assert calls, f"no call of the package's public functions {sorted(public)} in: {text}"
     allowed = _defined(spans) | public | {package}
     for call in calls:
+        if not isinstance(call, ast.Call):
+            continue
         for arg in [*call.args, *(k.value for k in call.keywords)]:
             assert _is_value(arg, allowed), f"`{ast.unparse(arg)}` is not a value in `{ast.unparse(call)}`: {text}"
     assert re.search(r"was expected|does not raise `\w+", text), f"no expected value in: {text}"
@@ -131,6 +139,7 @@ def test_rules_reject_what_the_old_issues_showed():
 
 PACKAGE = {
     "words/__init__.py": "from words.core import *  # noqa\nfrom words.core import _irregular  # noqa\n",
+    "words/extra.py": "RATIO = 1 / 0\n",
     "words/utils.py": textwrap.dedent('''\
         def raises(err, thunk):
             try:
@@ -141,7 +150,7 @@ PACKAGE = {
         '''),
     "words/core.py": textwrap.dedent('''\
         __all__ = ["pluralize", "ordinal", "reduceby", "memoize", "Tally", "parse_count", "clamp", "initials",
-                   "is_plural", "TABLE"]
+                   "is_plural", "split_first", "TABLE"]
         _IRREGULAR = {"child": "children", "person": "people"}
 
 
@@ -209,6 +218,11 @@ PACKAGE = {
             'AKLX'
             """
             return "".join(p[0] for p in name.split())
+
+
+        def split_first(text):
+            head, _, tail = text.partition(" ")
+            return head, tail.upper()
 
 
         TABLE = {w: pluralize(w) for w in ("child", "cat")}
@@ -314,6 +328,36 @@ PACKAGE = {
             assert sorted(words.initials("Ada King Lovelace")) == ["A", "K", "L", "X"]
 
 
+        @pytest.mark.parametrize("fn", [words.pluralize])
+        def test_function_in_a_parameter(fn):
+            assert fn("child") == "children"
+
+
+        def test_decorated_helper():
+            @memoize
+            def double(x):
+                return 2 * x
+            assert double(2) == 4
+
+
+        def test_unpacked_result():
+            first, rest = words.split_first("a b c")
+            assert rest == "b c"
+
+
+        def test_import_fails():
+            import words.extra  # noqa: F401
+
+
+        class TestAttributes:
+            D = dict
+            NUMBERS = [1, 2, 3, 4]
+
+            def test_class_attributes(self):
+                D = self.D
+                assert reduceby(iseven, add, self.NUMBERS, int) == D({True: 6})
+
+
         def test_no_call_of_the_package():
             assert words.TABLE["child"] == "children"
 
@@ -392,7 +436,7 @@ def said(failures, name: str) -> Symptom | Dropped:
 
 
 PUBLIC = {"pluralize", "ordinal", "reduceby", "memoize", "Tally", "total", "parse_count", "clamp", "initials",
-          "is_plural"}
+          "is_plural", "split_first"}
 
 CASES = {
     "test_parametrized_expected_on_the_left[child-children]":
@@ -425,6 +469,15 @@ CASES = {
                          "`['A', 'K', 'L', 'X']` was expected.",
     "words.core.initials": "The example `initials(full)` from the docstring of `initials` gives `'AKL'`, but "
                            "`'AKLX'` was expected.",
+    "test_function_in_a_parameter[pluralize]":
+        "Calling `pluralize('child')` returns `'childrens'`, but `'children'` was expected.",
+    "test_decorated_helper": "Calling `double(2)` returns `5`, but `4` was expected.",
+    "test_unpacked_result": "`rest` is `'B C'`, but `'b c'` was expected.",
+    "test_import_fails":
+        "`import words.extra` raises `ZeroDivisionError: division by zero`, but the import was expected to succeed.",
+    "TestAttributes::test_class_attributes":
+        "Calling `reduceby(iseven, operator.add, [1, 2, 3, 4], int)` returns `{False: 4, True: 6}`, but `{True: 6}` "
+        "was expected.",
     "test_fixture": "Calling `tally.total()` returns `4`, but `5` was expected.",
     "test_test_code_raises_on_what_came_back": "`counts[False]` raises `KeyError: False`, but `0` was expected.",
     "test_not_equal": "Calling `words.initials('ada lovelace')` returns `'al'`, but anything other than `'al'` was "
@@ -444,7 +497,7 @@ def test_symptom_shows_values(failures, name):
     assert isinstance(s, Symptom), s
     assert s.text == CASES[name]
     issue = write_issue([s], random.Random(0))
-    assert_issue_rules(issue, PUBLIC, "words")
+    assert_issue_rules(issue, PUBLIC | {"words"}, "words")
 
 
 def test_context_shows_setup_and_helpers(failures):
@@ -457,6 +510,12 @@ def test_context_shows_setup_and_helpers(failures):
     s = said(failures, "test_method_of_an_object")  # every call that changed the object
     assert s.context == ("t = Tally()", "t.add(2)", "t.add(3)", "t.add(-1)")
     assert (s.api, s.callee) == ("t.total", "total")
+    s = said(failures, "test_decorated_helper")  # the package's part is the decorator
+    assert (s.api, s.callee, s.context) == ("memoize", "memoize", ("@memoize\ndef double(x):\n    return 2 * x",))
+    s = said(failures, "test_unpacked_result")
+    assert s.context == ("first, rest = words.split_first('a b c')",)
+    s = said(failures, "words.core.initials")  # a doctest: the examples before it that bind names
+    assert s.context == ('full = "Ada King Lovelace"',) and s.file == "words/core.py"
     s = said(failures, "test_fixture")
     assert s.context == ("@pytest.fixture\ndef tally():\n    t = Tally()\n    t.add(4)\n    return t",)
     s = said(failures, "test_test_code_raises_on_what_came_back")
