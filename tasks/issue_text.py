@@ -587,7 +587,7 @@ class _Substitute(ast.NodeTransformer):
             return self.generic_visit(node)
         kind = d.get("kind")
         base = self.r.names.get(dotted.split(".", 1)[0]) or {}
-        if kind == "module" or (kind in ("function", "class") and base.get("kind") == "module"):
+        if kind == "module" or (kind in ("function", "class", "callable") and base.get("kind") == "module"):
             return node  # a module's attribute (`inflection.singularize`): a name, not a value
         if kind in ("function", "class"):
             return self._named(node, dotted, d)
@@ -616,8 +616,8 @@ class _Substitute(ast.NodeTransformer):
             r.add_setup(name)
         elif kind in ("function", "class"):
             return self._named(node, name, d)
-        elif kind == "module":
-            pass
+        elif kind == "module" or (kind == "callable" and _package_file(d) and name not in r.binds):
+            pass  # a module, or the package's own callable object (a curried function)
         elif readable(d) is not None:
             return self._value(node, d)
         elif r.binding(name) is not None:
