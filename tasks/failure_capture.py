@@ -180,7 +180,10 @@ def _fields(obj, wanted):
     plain class attributes (`self.cart`, a test class's `D = dict`); never a property or a
     method, so no user code runs."""
     out = []
-    fields = getattr(obj, "__dict__", None)
+    try:
+        fields = object.__getattribute__(obj, "__dict__")  # not the object's own __getattr(ibute)__
+    except AttributeError:
+        fields = None
     fields = fields if isinstance(fields, dict) else {}
     for attr in sorted(wanted):
         if attr in fields:
@@ -207,8 +210,11 @@ def _names(frame):
     _code_names(frame.f_code, used)
     for name, value in list(frame.f_locals.items())[:_NAMES_MAX]:
         if not name.startswith("@") and not isinstance(value, (types.ModuleType, type)):
-            for attr, field in _fields(value, used):
-                out[name + "." + attr] = describe(field)
+            try:
+                for attr, field in _fields(value, used):
+                    out[name + "." + attr] = describe(field)
+            except Exception:  # an object whose attribute lookup runs code that fails
+                continue
     for name in sorted(used):
         if name in out or name.startswith("@") or len(out) >= 2 * _NAMES_MAX:
             continue  # `@py_builtins`, `@pytest_ar`: pytest's assertion rewriting

@@ -358,6 +358,24 @@ PACKAGE = {
                 assert reduceby(iseven, add, self.NUMBERS, int) == D({True: 6})
 
 
+        class Nasty:
+            def __repr__(self):
+                raise RuntimeError("no repr")
+
+            def __getattr__(self, name):
+                raise RuntimeError("no attributes")
+
+
+        def test_nasty_local():
+            n = Nasty()
+            big = list(range(100000))
+            assert words.pluralize("child") == "children", (n, len(big))
+
+
+        def test_passes():
+            assert words.ordinal(1) == "st"
+
+
         def test_no_call_of_the_package():
             assert words.TABLE["child"] == "children"
 
@@ -424,6 +442,7 @@ def failures(tmp_path_factory) -> dict[str, Failure]:
     tests = json.loads(report.read_text())["tests"]
     out = {n.split("::", 1)[-1]: Failure.from_record(n, t) for n, t in tests.items() if t["outcome"] == "failed"}
     out["_root"] = root  # type: ignore[assignment]
+    out["_outcomes"] = {n.split("::", 1)[-1]: t["outcome"] for n, t in tests.items()}  # type: ignore[assignment]
     return out
 
 
@@ -498,6 +517,18 @@ def test_symptom_shows_values(failures, name):
     assert s.text == CASES[name]
     issue = write_issue([s], random.Random(0))
     assert_issue_rules(issue, PUBLIC | {"words"}, "words")
+
+
+def test_capture_never_changes_an_outcome(failures):
+    """A local whose repr and attributes raise, a huge one: the test still fails for its own
+    reason, the others keep theirs, and the symptom is still written."""
+    outcomes = failures["_outcomes"]
+    assert outcomes["test_passes"] == "passed"
+    assert outcomes["test_nasty_local"] == "failed"
+    names = failures["test_nasty_local"].detail["frames"][0]["names"]
+    assert names["n"]["repr"] is None and names["big"]["cut"] is True
+    assert said(failures, "test_nasty_local").text == \
+        "Calling `words.pluralize('child')` returns `'childrens'`, but `'children'` was expected."
 
 
 def test_context_shows_setup_and_helpers(failures):
