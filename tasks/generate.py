@@ -609,8 +609,10 @@ def _issue_for(c: Candidate, work: Path, clean: str, rng: random.Random) -> tupl
 
     def read(path: str):
         if path not in parsed:
-            try:
-                parsed[path] = parse_test_file((work / path).read_text(encoding="utf-8"))
+            file = (work / path).resolve()
+            try:  # only files of the working copy, whatever a failure record names
+                parsed[path] = parse_test_file(file.read_text(encoding="utf-8")) \
+                    if file.is_relative_to(work.resolve()) else None
             except (OSError, UnicodeDecodeError):
                 parsed[path] = None
         return parsed[path]
