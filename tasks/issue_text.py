@@ -616,8 +616,14 @@ class _Substitute(ast.NodeTransformer):
             r.add_setup(name)
         elif kind in ("function", "class"):
             return self._named(node, name, d)
-        elif kind == "module" or (kind == "callable" and _package_file(d) and name not in r.binds):
-            pass  # a module, or the package's own callable object (a curried function)
+        elif kind == "callable" and _package_file(d) and name not in r.binds:
+            # the package's own callable object (`from toolz.curried import reduce`): by its module,
+            # since its name alone may read as another function (`functools.reduce`)
+            module = r.tf.imported_from.get(name)
+            if module is not None:
+                return ast.copy_location(ast.parse(f"{module}.{name}", mode="eval").body, node)
+        elif kind == "module":
+            pass
         elif readable(d) is not None:
             return self._value(node, d)
         elif r.binding(name) is not None:
@@ -845,9 +851,9 @@ def _raised(r: _Reader, stmt: ast.AST, exc: dict) -> Symptom:
         left, right = stmt.test.left, stmt.test.comparators[0]
         other = right if any(n is shown for n in ast.walk(left)) else left
         expected = r.value(None, other, exact=True) if r.observed(other) is None else None
-        sentence += f", but `{expected}` was expected." if expected else "."
+        sentence += f", but `{expected}` was expected." if expected else ", but no error was expected."
     else:
-        sentence += "."
+        sentence += ", but no error was expected."
     return _sym(r, shown, sentence)
 
 

@@ -26,10 +26,11 @@ from fixrl.tasks.issue_text import Dropped, Failure, Symptom, Target, issue_for,
 # ---------------------------------------------------------------- the rules
 
 
-def _code_spans(text: str) -> list[str]:
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+def _code_spans(text: str, blocks: bool = True) -> list[str]:
+    """The issue's backticked spans, and its code blocks (the test's own code) when `blocks`."""
+    found = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     rest = re.sub(r"```python\n.*?```", "", text, flags=re.S)
-    return re.findall(r"`([^`\n]+)`", rest) + blocks
+    return re.findall(r"`([^`\n]+)`", rest) + (found if blocks else [])
 
 
 def _defined(spans: list[str]) -> set[str]:
@@ -79,7 +80,9 @@ def _is_value(node: ast.AST, allowed: set[str], bound: frozenset = frozenset()) 
         base = node
         while isinstance(base, ast.Attribute):
             base = base.value
-        return isinstance(base, ast.Name) and (base.id in _MODULES or base.id in allowed)
+        if isinstance(base, ast.Name):
+            return base.id in _MODULES or base.id in allowed
+        return _is_value(base, allowed, bound)  # `'aeiou'.__contains__`
     return isinstance(node, (ast.GeneratorExp, ast.ListComp))
 
 
@@ -87,17 +90,28 @@ def _last(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
 
 
+def _dotted_root(node: ast.AST) -> str | None:
+    """`toolz` for `toolz.curried.reduce`; None for a bare name or anything else."""
+    if not isinstance(node, ast.Attribute):
+        return None
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
 def api_calls(text: str, public: set[str]) -> list[ast.AST]:
     """What names the package in the issue's code spans: calls whose function is one of
     `public` (by its last name), decorators of the test's code that are, imports of the package."""
     out: list[ast.AST] = []
+    inline = set(_code_spans(text, blocks=False))
     for s in _code_spans(text):
         try:
             tree = ast.parse(s)
         except SyntaxError:
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and _last(node.func) in public:
+            if isinstance(node, ast.Call) and s in inline and \
+                    (_last(node.func) in public or (_dotted_root(node.func) or "") in public):
                 out.append(node)
             elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
                 out.extend(d for d in node.decorator_list if _last(d) in public)
