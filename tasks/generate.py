@@ -50,7 +50,7 @@ from rich.table import Table
 
 from fixrl.sandbox import SandboxError, SandboxPool
 from fixrl.tasks import is_test_path  # the tasks engineer's rule, when present
-from fixrl.tasks.issue_text import Failure, Symptom, symptom, write_issue
+from fixrl.tasks.issue_text import Failure, Target, capture_source, issue_for, parse_test_file
 from fixrl.tasks.loader import load_suite_config, load_task
 from fixrl.tasks.mutate import OPERATORS, Mutant, list_functions, mutants
 from fixrl.tasks.pytest_command import parse_pytest_command
@@ -103,6 +103,7 @@ def _failure(report):
             info["entries"].append([_rel(loc.path), loc.lineno])
     if not info["message"]:
         info["message"] = (getattr(report, "longreprtext", "") or "")[-2000:]
+    info["detail"] = getattr(report, "_fixrl_detail", None)  # from the capture code below
     return info
 
 
@@ -127,7 +128,7 @@ def pytest_collectreport(report):
 def pytest_sessionfinish(session, exitstatus):
     with open(os.environ["FIXRL_GEN_REPORT"], "w") as f:
         json.dump({"tests": _tests, "collect_errors": _collect_errors, "exitstatus": int(exitstatus)}, f)
-'''
+''' + capture_source()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,6 +194,8 @@ class GenerateReport:
     seconds: float = 0.0
     per_op: dict[str, OpStats] = field(default_factory=dict)
     invalid_reasons: dict[str, str] = field(default_factory=dict)
+    no_issue_reasons: dict[str, int] = field(default_factory=dict)
+    """Why kept bugs got no issue text, with how many."""
     task_ids: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -230,18 +233,6 @@ def _copy_repo(src: Path, dest: Path) -> None:
         return [n for n in names if n in SKIP_DIRS or n.endswith(".pyc")]
 
     shutil.copytree(src, dest, ignore=ignore, symlinks=True)
-
-
-def _where_defined(repo: Path, files: list[str]) -> dict[str, str]:
-    """Function name -> the file defining it (names defined in one file only)."""
-    seen: dict[str, set[str]] = defaultdict(set)
-    for f in files:
-        try:
-            for info in list_functions((repo / f).read_text(encoding="utf-8")):
-                seen[info.name].add(f)
-        except (SyntaxError, UnicodeDecodeError, ValueError):
-            continue
-    return {name: next(iter(fs)) for name, fs in seen.items() if len(fs) == 1}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,7 +283,7 @@ def run_tests(sb, test_cmd: str, timeout: float) -> TestRun | None:
     for nodeid, t in data.get("tests", {}).items():
         outcomes[nodeid] = t.get("outcome") or "error"
         if outcomes[nodeid] in ("failed", "error"):
-            failures[nodeid] = Failure(nodeid, t.get("message", ""), [tuple(e) for e in t.get("entries", [])])
+            failures[nodeid] = Failure.from_record(nodeid, t)
     return TestRun(outcomes, failures, res.exit_code, res.seconds, res.timed_out, data.get("collect_errors", []))
 
 
@@ -519,12 +510,12 @@ def generate(repo: Path, test_cmd: str, out: Path, max_tasks: int | None = None,
             report.kept = len(kept)
 
         # 4. tasks: issue texts, selection, split, files
-        where = _where_defined(work, files)
         with_issue = []
         for c in kept:
-            issue = _issue_for(c, work, where, sources[c.file], rng)
+            issue, why = _issue_for(c, work, sources[c.file], rng)
             if issue is None:
                 report.per_op[c.mutant.op].no_issue += 1
+                report.no_issue_reasons[why] = report.no_issue_reasons.get(why, 0) + 1
                 continue
             with_issue.append((c, issue))
         _prepare_out(out, repo, work, names, test_cmd, max_turns, max_edits)
@@ -612,26 +603,23 @@ def _classify(c: Candidate, run: TestRun | None, stable: list[str], max_broken_f
     c.failures = {n: run.failures[n] for n in broken if n in run.failures}
 
 
-def _issue_for(c: Candidate, work: Path, where: dict[str, str], clean: str, rng: random.Random) -> str | None:
-    symptoms: list[Symptom] = []
-    cache: dict[str, str] = {}
-    for nodeid in c.broken:
-        f = c.failures.get(nodeid)
-        if f is None:
-            continue
-        path = nodeid.split("::", 1)[0]
-        if path not in cache:
-            try:
-                cache[path] = (work / path).read_text(encoding="utf-8")
+def _issue_for(c: Candidate, work: Path, clean: str, rng: random.Random) -> tuple[str | None, str]:
+    """(issue text, '') for a kept bug, or (None, why it has none) -- `tasks.issue_text`."""
+    parsed: dict[str, object] = {}
+
+    def read(path: str):
+        if path not in parsed:
+            file = (work / path).resolve()
+            try:  # only files of the working copy, whatever a failure record names
+                parsed[path] = parse_test_file(file.read_text(encoding="utf-8")) \
+                    if file.is_relative_to(work.resolve()) else None
             except (OSError, UnicodeDecodeError):
-                cache[path] = ""
-        s = symptom(f, cache[path], path)
-        if s is not None:
-            symptoms.append(s)
-    # Prefer symptoms that call the mutated function itself, then the rest.
-    symptoms.sort(key=lambda s: s.callee != c.name)
+                parsed[path] = None
+        return parsed[path]
+
+    failures = [c.failures[n] for n in c.broken if n in c.failures]
     forbidden = _changed_lines(clean, c.mutant.source)
-    return write_issue(symptoms, where, rng, forbidden)
+    return issue_for(failures, read, rng, forbidden, Target(c.name, c.file))
 
 
 def _select(items: list[tuple[Candidate, str]], max_tasks: int | None, rng: random.Random):
@@ -794,5 +782,7 @@ def print_report(report: GenerateReport, console=None) -> None:
     console.print(table)
     console.print(f"{report.functions} functions in {report.files} files; {report.valid} valid tasks "
                   f"({report.train} train, {report.heldout} heldout) written to {report.out} in {report.seconds:.0f} s")
+    for why, n in sorted(report.no_issue_reasons.items(), key=lambda x: (-x[1], x[0])):
+        console.print(f"  no issue for {n} kept bug(s): {why}")
     for tid, why in sorted(report.invalid_reasons.items()):
         console.print(f"  dropped {tid}: {why}")
