@@ -79,6 +79,8 @@ class JobResult:
     seconds: float
     timed_out: bool
     forked: bool
+    output: str = ""
+    """The run's last lines (for messages about runs that wrote no report)."""
 
 
 class Runner(Protocol):
@@ -167,7 +169,8 @@ def _run(sb: Any, job: TestJob) -> JobResult:
         forked = False
     report = _read_json(sb, REPORT)
     cover = _read_json(sb, COVER_REPORT) if job.cover else None
-    return JobResult(report, cover, res.exit_code, res.seconds, res.timed_out, forked)
+    return JobResult(report, cover, res.exit_code, res.seconds, res.timed_out, forked,
+                     output=res.output[-2000:] if report is None else "")
 
 
 def _variables(job: TestJob, root: str) -> dict[str, str]:
@@ -230,16 +233,9 @@ for _name in _defaults:
         importlib.import_module("_pytest." + _name)
     except Exception:
         pass
-try:  # installed plugins that pytest would load anyway: imported once, not in every fork
-    from importlib.metadata import entry_points as _entry_points
-    if not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
-        for _ep in _entry_points(group="pytest11"):
-            try:
-                importlib.import_module(_ep.value.split(":")[0])
-            except Exception:
-                pass
-except Exception:
-    pass
+# Installed pytest plugins are not imported here: pytest warns that an already imported plugin
+# cannot be rewritten (an error under `filterwarnings = error`). What they commonly import is.
+import asyncio, inspect, unittest
 import _pytest._argcomplete, faulthandler, pdb
 
 

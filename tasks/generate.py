@@ -41,6 +41,7 @@ what it cannot see; a candidate it misses is dropped as equivalent, never kept w
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import fnmatch
 import json
@@ -477,15 +478,21 @@ class Baseline:
 
 def baseline(runner: Runner, work: Path, test_cmd: str, cfg: GenerateConfig, journal: Journal,
              progress: GenProgress) -> Baseline:
-    """The clean suite, twice (the second run recording coverage), or both read back from the journal."""
+    """The clean suite, twice (the second run recording coverage), or both read back from the
+    journal. When forked runs write no report but fresh interpreters do, `cfg.fork` is turned off."""
     rec, crec = journal.get("baseline"), journal.get("coverage")
     if rec is None or (cfg.select and crec is None):
-        jobs = [TestJob(test_cmd, BASELINE_TIMEOUT, fork=cfg.fork),
-                TestJob(test_cmd, BASELINE_TIMEOUT, cover=cfg.select, fork=cfg.fork)]
-        futures = [runner.submit(run_job, work, j, seconds=BASELINE_TIMEOUT + 300) for j in jobs]
-        results = [f.result() for f in futures]  # a SandboxError here is the run's: nothing to judge yet
-        stable = sorted(_check_baseline([as_test_run(r) for r in results], test_cmd))
-        rec = {"stable": stable, "seconds": round(results[0].seconds, 3)}
+        results = _baseline_runs(runner, work, test_cmd, cfg)
+        if cfg.fork and any(r.report is None and not r.timed_out for r in results):
+            plain = _baseline_runs(runner, work, test_cmd, dataclasses.replace(cfg, fork=False))
+            if all(r.report is not None for r in plain):
+                bad = next(r for r in results if r.report is None)
+                log.warning("pytest in a forked interpreter wrote no report, in a fresh one it did: every run "
+                            "starts a fresh interpreter (slower). The forked run's output ends: %s", bad.output[-600:])
+                cfg.fork = False
+            results = plain
+        stable = sorted(_check_baseline([as_test_run(r) for r in results], test_cmd, results))
+        rec = {"stable": stable, "seconds": round(results[0].seconds, 3), "fork": cfg.fork}
         journal.put("baseline", rec)
         if cfg.select:
             if results[1].cover is None:
@@ -493,15 +500,25 @@ def baseline(runner: Runner, work: Path, test_cmd: str, cfg: GenerateConfig, jou
             crec = {"data": results[1].cover, "seconds": round(results[1].seconds, 3)}
             journal.put("coverage", crec)
     else:
+        cfg.fork = cfg.fork and bool(rec.get("fork", True))
         progress.note("baseline and coverage: read back from the journal")
     cover = CoverageMap.from_record(crec["data"]) if cfg.select and crec and crec.get("data") else None
     return Baseline(list(rec["stable"]), float(rec["seconds"]), cover, float((crec or {}).get("seconds", 0.0)))
 
 
-def _check_baseline(runs: list[TestRun | None], test_cmd: str) -> set[str]:
+def _baseline_runs(runner: Runner, work: Path, test_cmd: str, cfg: GenerateConfig) -> list[JobResult]:
+    jobs = [TestJob(test_cmd, BASELINE_TIMEOUT, fork=cfg.fork),
+            TestJob(test_cmd, BASELINE_TIMEOUT, cover=cfg.select, fork=cfg.fork)]
+    futures = [runner.submit(run_job, work, j, seconds=BASELINE_TIMEOUT + 300) for j in jobs]
+    return [f.result() for f in futures]  # a SandboxError here is the run's: nothing to judge yet
+
+
+def _check_baseline(runs: list[TestRun | None], test_cmd: str, results: list[JobResult] | None = None) -> set[str]:
     if any(r is None for r in runs):
+        tail = next((r.output.strip()[-800:] for r in results or [] if r.report is None and r.output.strip()), "")
         raise GenerateError(f"repository without passing tests: `{test_cmd}` wrote no pytest report "
-                            "(pytest did not run, or crashed before the end)")
+                            "(pytest did not run, or crashed before the end)"
+                            + (f"; its output ends:\n{tail}" if tail else ""))
     assert all(r is not None for r in runs)
     first = runs[0]
     if first.timed_out:  # type: ignore[union-attr]
