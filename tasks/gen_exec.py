@@ -251,9 +251,12 @@ def _gen_main(args, pythonpath=()):
 
 def _before_fork():
     """A throwaway session in a temporary directory, so what pytest builds on first use is built
-    once, before the forks; everything it changed in this process is put back."""
+    once, before the forks, and the installed plugins it loads are imported (through its assertion
+    rewriter, so a fork's session does not warn that they were imported before it); everything
+    else it changed in this process is put back."""
     import shutil, tempfile
-    path, modules, argv, cwd, environ = list(sys.path), set(sys.modules), list(sys.argv), os.getcwd(), dict(os.environ)
+    path, meta_path, modules, argv = list(sys.path), list(sys.meta_path), set(sys.modules), list(sys.argv)
+    cwd, environ = os.getcwd(), dict(os.environ)
     tmp = tempfile.mkdtemp(prefix="fixrl-gen-warm-")
     try:
         with open(os.path.join(tmp, "test_fixrl_gen_warm.py"), "w") as f:
@@ -263,7 +266,7 @@ def _before_fork():
     finally:
         os.chdir(cwd)
         shutil.rmtree(tmp, ignore_errors=True)
-        sys.path[:], sys.argv[:] = path, argv
+        sys.path[:], sys.meta_path[:], sys.argv[:] = path, meta_path, argv
         for name in set(sys.modules) - modules:
             if (getattr(sys.modules[name], "__file__", None) or "").startswith(tmp):
                 del sys.modules[name]

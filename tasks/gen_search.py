@@ -174,7 +174,8 @@ class Search:
                 self._dispatch(p)
                 if not self.inflight:
                     raise AssertionError(f"the search stalled at candidate {p}")
-                done, _ = wait(list(self.inflight), timeout=self.progress.every, return_when=FIRST_COMPLETED)
+                tick = min(5.0, max(0.2, self.progress.every))  # wake up for the progress lines
+                done, _ = wait(list(self.inflight), timeout=tick, return_when=FIRST_COMPLETED)
                 for fut in done:
                     self._finish(fut)
                 self.progress.update()

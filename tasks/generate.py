@@ -712,17 +712,40 @@ def generate(repo: Path, test_cmd: str, out: Path, max_tasks: int | None = None,
                             targets={"files": cfg.files, "functions": cfg.functions, "operators": cfg.ops,
                                      "exclude_private": cfg.exclude_private})
     report.per_op = {op: OpStats() for op in (cfg.ops or OPERATORS)}
+    created = not out.exists()
+    existed = {p for p in (out / JOURNAL_NAME, out / LOG_NAME) if p.exists()}
+    try:
+        _generate(repo, test_cmd, out, cfg, runner, report)
+    except GenerateError:
+        # Bad input: what this run made goes (a killed or failed run keeps its journal to resume from).
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        else:
+            for p in {out / JOURNAL_NAME, out / LOG_NAME} - existed:
+                p.unlink(missing_ok=True)
+        raise
+    finally:
+        shutil.rmtree(out / STAGE_DIR, ignore_errors=True)
+        shutil.rmtree(out / TRASH_DIR, ignore_errors=True)
+    report.seconds = round(time.monotonic() - t0, 1)
+    _write_atomic(out / REPORT_NAME, json.dumps(report.to_json(), indent=2) + "\n")
+    return report
+
+
+def _generate(repo: Path, test_cmd: str, out: Path, cfg: GenerateConfig, runner: Runner | None,
+              report: GenerateReport) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="fixrl-gen-") as tmp, \
             GenProgress(out / LOG_NAME, cfg.progress, cfg.progress_every) as progress:
-        progress.note(f"fixrl tasks generate: {repo} -> {out} ({test_cmd!r}, seed {seed}, {workers} workers)")
+        progress.note(f"fixrl tasks generate: {repo} -> {out} ({test_cmd!r}, seed {cfg.seed}, "
+                      f"{report.workers} workers)")
         work = _open_work(repo, Path(tmp))
         journal = Journal(out / JOURNAL_NAME, {"repo": tree_hash(work, {GEN_DIR}), "test_cmd": test_cmd,
-                                               "backend": backend})
+                                               "backend": cfg.backend})
         if journal.restarted:
             progress.note(f"the journal {journal.path.name} was started afresh: {journal.restarted}")
         own = runner is None
-        runner = runner or LocalRunner(workers, backend=backend)
+        runner = runner or LocalRunner(report.workers, backend=cfg.backend)
         try:
             _write_plugins(work)
             scanned, kept, base, rng = _search(runner, work, test_cmd, cfg, journal, progress, report)
@@ -731,10 +754,7 @@ def generate(repo: Path, test_cmd: str, out: Path, max_tasks: int | None = None,
                 runner.close()
             journal.close()
         _emit(kept, scanned, base, work, repo, out, test_cmd, cfg, rng, progress, report)
-        report.seconds = round(time.monotonic() - t0, 1)
-        progress.note(f"done: {report.valid} valid tasks ({report.invalid} invalid) in {report.seconds:.0f} s")
-    _write_atomic(out / REPORT_NAME, json.dumps(report.to_json(), indent=2) + "\n")
-    return report
+        progress.note(f"done: {report.valid} valid tasks ({report.invalid} invalid)")
 
 
 def _check_inputs(repo: Path, out: Path, test_cmd: str, cfg: GenerateConfig) -> tuple[Path, Path]:
