@@ -7,7 +7,8 @@ repository, in the same run.
 Four arms test the same first N candidates of the generator's order (candidates no test covers
 are left out: the generator skips them without a run, which would flatter selection): the whole
 suite or the selected tests, each in a fresh interpreter (`exec`) or in a fork of a ready one
-(the local backend's default). The arms take turns on chunks of candidates so that a noisy
+(the local backend's default); selected runs skip assertion rewriting, as the generator's do
+(their failures are never read). The arms take turns on chunks of candidates so that a noisy
 machine weighs on all of them alike. The figures: wall seconds and candidates per minute per
 arm, the ratio to the whole suite in a fresh interpreter (how the generator ran before), and
 whether selection decided every candidate as the whole suite did (a candidate the whole suite
@@ -120,7 +121,7 @@ def _run_arms(runner: LocalRunner, work: Path, chosen: list[Candidate], cfg: Con
                 whole = arm["whole"] or c.select is None
                 job = TestJob(cfg.test_cmd, full_timeout if whole else timeouts.get(c.key, full_timeout),
                               c.file, c.mutant.source, select=None if whole else tuple(sorted(c.select or ())),
-                              fork=arm["fork"])
+                              fork=arm["fork"], plain_asserts=not whole)
                 futures[runner.submit(run_job, work, job, seconds=3 * full_timeout)] = (c, whole)
             wait(list(futures))
             arm["seconds"] += time.monotonic() - start

@@ -23,7 +23,10 @@ whole suite, and why a candidate whose covering tests all pass is only *probably
 - state that outlives a test: a value a function computed and cached in one test and that a
   later test reads without calling it, a global changed by one test and read by another;
   a test module's import-time side effects on other tests (unselected modules are not imported);
-- code run by `exec` of source text from a repository file is not attributed to that file.
+- code run by `exec` of source text from a repository file is not attributed to that file;
+- a selected run skips assertion rewriting (tasks.gen_search): a test whose outcome depends on
+  it (one that matches the message of an `assert` in its own module) can pass or fail otherwise
+  there than in the whole suite.
 A function that runs at import (at collection, or in a session/module/class fixture) is
 selected with the whole suite.
 """

@@ -1,7 +1,8 @@
 """Testing the generator's candidates: in parallel, decided in order, journaled.
 
 Each candidate (one mutant of one function) first runs the tests that cover its function
-(`Candidate.select`, from tasks.gen_coverage): nothing of them breaks -> `equivalent`; more
+(`Candidate.select`, from tasks.gen_coverage; without assertion rewriting, `--assert=plain`,
+since only their outcomes count): nothing of them breaks -> `equivalent`; more
 than `max_broken_frac` of the suite breaks -> `not_local`; a timeout or a run without a report
 (the mutant broke collection, killed pytest) -> `timeout` / `error`. A candidate that breaks
 a covering test then runs the whole suite once: that run decides (`kept`, or what it shows
@@ -273,8 +274,10 @@ class Search:
 
     def _submit(self, c: Candidate, full: bool) -> None:
         timeout = self.s.full_timeout if full else self.s.select_timeouts.get(c.key, self.s.full_timeout)
+        # A selected run only filters (its failures are never read: a kept bug's come from its
+        # whole-suite run), so it skips assertion rewriting.
         job = TestJob(self.s.test_cmd, timeout, c.file, c.mutant.source,
-                      select=None if full else tuple(sorted(c.select or ())), fork=self.s.fork)
+                      select=None if full else tuple(sorted(c.select or ())), fork=self.s.fork, plain_asserts=not full)
         fut = self.runner.submit(run_job, self.work, job, seconds=2 * timeout + 180)
         self.inflight[fut] = (c, self._rid(c, full))
 
