@@ -340,6 +340,8 @@ def test_generate_in_docker(tmp_path, docker_available):
     assert report.tests == 10
     assert report.valid == 2, report.invalid_reasons
     assert all("Calling `" in t.issue for t in load_suite(out).tasks)
+    # the coverage plugin works with the image's pytest: candidates ran their covering tests only
+    assert report.selection and report.functions_covered >= 3 and 0 < report.mean_selected_tests < 10
 
 
 # ---------------------------------------------------------------- test selection, spread, progress, resume
