@@ -857,7 +857,9 @@ def _emit(kept: list[Candidate], scanned: Scan, base: Baseline, work: Path, repo
     report.selected = len(chosen)
     if cfg.validate and written:
         progress.note(f"validating {len(written)} tasks")
-        verdicts = _validate(stage, [tid for tid, _ in written], cfg.backend, report.workers, cfg.repeats)
+        # Validation runs here (a cluster runner tests candidates only): this machine's workers.
+        jobs = cfg.workers or max(1, os.cpu_count() or 1)
+        verdicts = _validate(stage, [tid for tid, _ in written], cfg.backend, jobs, cfg.repeats)
         for tid, c in written:
             ok, why = verdicts.get(tid, (False, "not validated"))
             st = report.per_op[c.mutant.op]
