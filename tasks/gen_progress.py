@@ -128,10 +128,11 @@ class GenProgress:
         """Show the counts: the bar now; a plain line (and the log) every `every` seconds."""
         now = time.monotonic()
         if self._bar is not None and self._task is not None:
-            c = self.counts
+            c, rate = self.counts, self.rate()
+            eta = eta_seconds(c, rate)
             self._bar.update(self._task, completed=c.done,
-                             line=f"kept {c.kept}{'/' + str(c.target) if c.target else ''}, "
-                                  f"{60 * self.rate():.1f}/min")
+                             line=f"kept {c.kept}{'/' + str(c.target) if c.target else ''}, {60 * rate:.1f}/min, "
+                                  + ("time left unknown" if eta is None else f"about {_minutes(eta)} left"))
         if force or now - self._last >= self.every:
             self._last = now
             text = self.line()
