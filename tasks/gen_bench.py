@@ -110,7 +110,8 @@ def measure(cfg: Config) -> dict[str, Any]:
 def _run_arms(runner: LocalRunner, work: Path, chosen: list[Candidate], cfg: Config, stable: list[str],
               full_timeout: float, timeouts: dict[str, float]) -> list[dict]:
     arms = [{"name": n, "whole": w, "fork": f, "seconds": 0.0, "status": {}} for n, w, f in ARMS]
-    chunk = max(2, 2 * cfg.workers)
+    # Chunks long enough that waiting for a chunk's slowest run (a whole-suite one) costs little.
+    chunk = max(4, 5 * cfg.workers)
     for k, i in enumerate(range(0, len(chosen), chunk)):
         part = chosen[i:i + chunk]
         for j in range(len(arms)):
