@@ -2,34 +2,48 @@
 way SWE-smith makes its procedural bugs.
 
     fixrl tasks generate --repo DIR --test-cmd "python -m pytest -q" --out SUITE [--max N] [--seed S]
+        [--files GLOB...] [--functions NAME...] [--operators OP...] [--exclude-private]
+        [--max-per-function K] [-j WORKERS] [--ray auto|ADDRESS]
 
-1. Baseline: the repository's tests run twice in a sandbox; every test must pass (a flaky or
+1. Baseline: the repository's tests run twice in sandboxes; every test must pass (a flaky or
    failing test is an error that names it). A small pytest plugin, put beside the repository
-   copy, records each test's outcome and failure (node id, crash message, traceback lines).
+   copy, records each test's outcome and failure (node id, crash message, traceback lines);
+   the second run also records which tests run which code (tasks.gen_coverage).
 2. Candidates: every single-site mutant (`tasks.mutate`) of every function of the non-test
-   files, visited round-robin over families and functions (seeded) so any prefix is spread.
-3. Each candidate runs the whole test suite in a pooled sandbox (parallel). Kept: it breaks at
-   least one test and at most `max_broken_frac` of them (a local bug). Dropped: duplicates (same
-   text), equivalents (nothing breaks), non-local bugs, timeouts, import errors.
-4. Each kept bug becomes a task: the hidden check runs the broken tests (FAIL_TO_PASS) plus a
-   sample of still-passing ones (PASS_TO_PASS) by node id, with the test files copied in as
-   check files; the issue describes a symptom from a failing test (`tasks.issue_text`);
-   train / heldout are split by function; bug and fix are unified diffs.
+   files (or of those the targeting flags name), ordered round-robin over modules, over the
+   functions of a module and over the families of a function (seeded), so any prefix is spread.
+3. Each candidate runs the tests that cover its function, in a pooled sandbox, many at once
+   (tasks.gen_search); one that breaks some runs the whole suite once, which decides it. Kept:
+   it breaks at least one test and at most `max_broken_frac` of them (a local bug), and its
+   function holds fewer than `max_per_function` kept bugs. Dropped: duplicates (same text),
+   equivalents (nothing breaks), non-local bugs, timeouts, import errors; not run: functions no
+   test covers. Every outcome is journaled (OUT/generate.journal.jsonl): a killed run, run
+   again, picks up where it stopped and ends with the suite an uninterrupted run makes.
+4. Each kept bug becomes a task: the hidden check runs the broken tests (FAIL_TO_PASS, from the
+   whole-suite run) plus a sample of still-passing ones (PASS_TO_PASS) by node id, with the test
+   files copied in as check files; the issue describes a symptom from a failing test
+   (`tasks.issue_text`); train / heldout are split by function; bug and fix are unified diffs.
 5. Every task is validated (`tasks.validate`); invalid ones are dropped and counted. A yield
    report (per operator: candidates, tested, broke tests, kept, valid) is printed and saved as
-   `generate_report.json` in the suite.
+   `generate_report.json` in the suite; progress goes to stderr and to OUT/generate.log.
 
 The suite directory gets `repo/` (the clean repository, unless it is already there),
 `suite.yaml` (created, or its `rename_pool` updated), `tasks/generated/*.yaml` and
 `checks/generated/`; both generated folders are replaced on every run, so hand-written tasks
-elsewhere in the suite are left alone.
+elsewhere in the suite are left alone. Tasks are written and validated in a staging folder
+(OUT/.generate-stage) and moved into place at the end: a run that fails or is killed leaves the
+previous suite as it was.
 
 What this does not guarantee: that a bug is interesting (a kept mutant only breaks tests), nor
-that its issue text is a full description (one or two symptoms from the failing tests).
+that its issue text is a full description (one or two symptoms from the failing tests), nor
+that test selection finds every candidate the whole suite would detect (tasks.gen_coverage says
+what it cannot see; a candidate it misses is dropped as equivalent, never kept wrongly).
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import fnmatch
 import json
 import logging
 import os
@@ -39,31 +53,38 @@ import shutil
 import tempfile
 import time
 from collections import Counter, defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import yaml
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fixrl.sandbox import SandboxError, SandboxPool
 from fixrl.tasks import is_test_path  # the tasks engineer's rule, when present
-from fixrl.tasks.issue_text import Failure, Target, capture_source, issue_for, parse_test_file
+from fixrl.tasks.gen_coverage import COVER_PLUGIN, COVER_SOURCE, CoverageMap, function_spans
+from fixrl.tasks.gen_exec import GEN_DIR, PLUGIN, JobResult, LocalRunner, Runner, TestJob, run_job
+from fixrl.tasks.gen_journal import JOURNAL_NAME, Journal, tree_hash
+from fixrl.tasks.gen_progress import GenProgress
+from fixrl.tasks.gen_search import TESTED, Candidate, Search, SearchSettings, run_record, run_status
+from fixrl.tasks.issue_text import Failure, Target, issue_for, parse_test_file
 from fixrl.tasks.loader import load_suite_config, load_task
-from fixrl.tasks.mutate import OPERATORS, Mutant, list_functions, mutants
+from fixrl.tasks.mutate import OPERATORS, FunctionInfo, list_functions, mutants
 from fixrl.tasks.pytest_command import parse_pytest_command
 from fixrl.tasks.schema import Suite
 from fixrl.tasks.validate import validate_suite
 
 log = logging.getLogger(__name__)
 
-GEN_DIR = ".fixrl_gen"
-PLUGIN = "_fixrl_gen_plugin"
+__all__ = ["generate", "GenerateConfig", "GenerateReport", "GenerateError", "Candidate", "TestRun", "round_robin",
+           "split_by_function", "unified_diff", "print_report", "GEN_DIR", "PLUGIN"]
+
 REPORT_NAME = "generate_report.json"
+LOG_NAME = "generate.log"
+STAGE_DIR = ".generate-stage"
+TRASH_DIR = ".generate-trash"
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".tox", ".nox", ".venv",
              "venv", "env", "build", "dist", "node_modules", "site-packages", ".eggs", GEN_DIR}
+BASELINE_TIMEOUT = 600.0
 
 
 class GenerateError(ValueError):
@@ -73,7 +94,7 @@ class GenerateError(ValueError):
 # ---------------------------------------------------------------------------------------------
 # The pytest plugin that reports each test's outcome and failure as JSON (pytest >= 7)
 
-PLUGIN_SOURCE = r'''
+PLUGIN_SOURCE = r''' + capture_source()
 """fixrl generator: per-test outcomes and failures as JSON (written at session end)."""
 import json
 import os
@@ -128,7 +149,7 @@ def pytest_collectreport(report):
 def pytest_sessionfinish(session, exitstatus):
     with open(os.environ["FIXRL_GEN_REPORT"], "w") as f:
         json.dump({"tests": _tests, "collect_errors": _collect_errors, "exitstatus": int(exitstatus)}, f)
-''' + capture_source()
+'''
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,24 +157,14 @@ def pytest_sessionfinish(session, exitstatus):
 
 @dataclass
 class TestRun:
+    __test__ = False  # not a pytest test class
+
     outcomes: dict[str, str]
     failures: dict[str, Failure]
     exit_code: int
     seconds: float
     timed_out: bool = False
     collect_errors: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Candidate:
-    file: str
-    qualname: str
-    name: str
-    mutant: Mutant
-    status: str = "untested"
-    """untested | kept | equivalent | not_local | timeout | error"""
-    broken: list[str] = field(default_factory=list)
-    failures: dict[str, Failure] = field(default_factory=dict)
 
 
 @dataclass
@@ -170,6 +181,10 @@ class OpStats:
     selected: int = 0
     valid: int = 0
     invalid: int = 0
+    uncovered: int = 0
+    """Not run: no test executes the function."""
+    capped: int = 0
+    """Not run: the function already held --max-per-function kept bugs."""
 
 
 @dataclass
@@ -197,13 +212,86 @@ class GenerateReport:
     no_issue_reasons: dict[str, int] = field(default_factory=dict)
     """Why kept bugs got no issue text, with how many."""
     task_ids: list[str] = field(default_factory=list)
+    # since issue 22
+    selection: bool = True
+    """Candidates ran their covering tests (False: the whole suite each)."""
+    coverage_seconds: float = 0.0
+    functions_covered: int = 0
+    functions_at_import: int = 0
+    """Functions that run at import: their candidates run the whole suite."""
+    functions_uncovered: int = 0
+    opaque_tests: int = 0
+    """Tests in every selection (they start processes or replace the profiler)."""
+    mean_selected_tests: float = 0.0
+    full_runs: int = 0
+    """Whole-suite runs of candidates in this session (kept bugs' checks come from these)."""
+    uncovered: int = 0
+    capped: int = 0
+    reused: int = 0
+    """Outcomes read back from the journal of an earlier, interrupted run."""
+    workers: int = 0
+    candidates_per_minute: float = 0.0
+    """Candidates whose tests ran in this session, per minute of candidate testing."""
+    max_per_function: int | None = None
+    targets: dict[str, object] = field(default_factory=dict)
+    """The targeting flags: files, functions, operators, exclude_private."""
+    journal: str = ""
+    log: str = ""
 
     def to_json(self) -> dict:
         return asdict(self)
 
 
+@dataclass
+class GenerateConfig:
+    """One generator run's settings (the `fixrl tasks generate` flags)."""
+
+    max_tasks: int | None = None
+    """At most this many tasks (None: one per kept bug)."""
+    seed: int = 0
+    """Orders candidates and samples checks, issues and the split."""
+    backend: str = "local"
+    """Sandbox backend of the test runs and the validation."""
+    heldout_frac: float = 1 / 3
+    """Share of functions whose tasks go to the heldout split."""
+    workers: int | None = None
+    """Test runs at once on this machine (default: its CPU count)."""
+    max_broken_frac: float = 0.5
+    """A mutant breaking more than this share of the tests is not a local bug."""
+    pass_to_pass: int = 10
+    """Still-passing tests sampled into each check."""
+    max_fail_to_pass: int = 25
+    """At most this many broken tests in a check."""
+    max_turns: int = 8
+    """The suite's default turn limit."""
+    max_edits: int | None = 1
+    """The suite's default edit limit."""
+    validate: bool = True
+    """Validate every task and drop the invalid ones."""
+    repeats: int = 2
+    """Validation runs per state."""
+    ops: list[str] | None = None
+    """Mutation operators (families) to use (None: all)."""
+    files: list[str] | None = None
+    """Only functions of files matching these globs (relative paths; a folder ending in `/`)."""
+    functions: list[str] | None = None
+    """Only functions whose name or Class.name matches one of these (globs allowed)."""
+    exclude_private: bool = False
+    """Leave out functions and methods whose name (or class) starts with `_`."""
+    max_per_function: int | None = 2
+    """At most this many tasks per function (None: no cap)."""
+    select: bool = True
+    """Run each candidate's covering tests only (False: the whole suite per candidate)."""
+    fork: bool = True
+    """Run tests in forks of a ready interpreter where the sandbox can (local backend)."""
+    progress: bool = True
+    """Show progress on stderr (the log file gets it either way)."""
+    progress_every: float = 30.0
+    """Seconds between two plain progress lines when stderr is not a terminal."""
+
+
 # ---------------------------------------------------------------------------------------------
-# Repository scanning
+# Repository scanning and targeting
 
 def _is_test_path(path: str) -> bool:
     try:
@@ -235,11 +323,98 @@ def _copy_repo(src: Path, dest: Path) -> None:
     shutil.copytree(src, dest, ignore=ignore, symlinks=True)
 
 
+def pick_files(files: list[str], globs: list[str] | None) -> list[str]:
+    """The files matching any of `globs` (all without); GenerateError for a glob matching none."""
+    if not globs:
+        return files
+    out = set()
+    for g in globs:
+        hit = {f for f in files if fnmatch.fnmatchcase(f, g) or (g.endswith("/") and f.startswith(g))}
+        if not hit:
+            shown = ", ".join(files[:8]) + (" ..." if len(files) > 8 else "")
+            raise GenerateError(f"--files {g!r} matches none of the {len(files)} non-test .py files ({shown}); "
+                                "give paths relative to --repo, e.g. 'pkg/*.py' or 'pkg/'")
+        out |= hit
+    return sorted(out)
+
+
+def _is_private(info: FunctionInfo) -> bool:
+    return any(part.startswith("_") for part in info.qualname.split("."))
+
+
+def _wanted(info: FunctionInfo, cfg: GenerateConfig, matched: set[str]) -> bool:
+    if info.name.startswith("__") and info.name.endswith("__"):
+        return False
+    if cfg.exclude_private and _is_private(info):
+        return False
+    if not cfg.functions:
+        return True
+    hits = {p for p in cfg.functions if fnmatch.fnmatchcase(info.name, p) or fnmatch.fnmatchcase(info.qualname, p)}
+    matched |= hits
+    return bool(hits)
+
+
+@dataclass
+class Scan:
+    """The repository's candidates and what the later stages need to know of its files."""
+
+    files: list[str]
+    """Targeted non-test files."""
+    all_files: list[str]
+    names: Counter
+    """Function name -> definitions in the repository's non-test files."""
+    sources: dict[str, str]
+    spans: dict[str, dict[str, tuple[int, int]]]
+    functions: int = 0
+    candidates: list[Candidate] = field(default_factory=list)
+
+
+def scan(work: Path, cfg: GenerateConfig, report: GenerateReport) -> Scan:
+    """Every candidate of the targeted functions (duplicate texts once, first family wins)."""
+    all_files = python_files(work)
+    files = pick_files(all_files, cfg.files)
+    s = Scan(files, all_files, Counter(), {}, {})
+    infos: dict[str, list[FunctionInfo]] = {}
+    for f in all_files:
+        try:
+            source = (work / f).read_text(encoding="utf-8")
+            infos[f] = list_functions(source)
+        except (SyntaxError, UnicodeDecodeError, ValueError) as e:
+            log.warning("skipping %s: %s", f, e)
+            infos[f] = []
+            continue
+        s.names.update(i.name for i in infos[f] if not (i.name.startswith("__") and i.name.endswith("__")))
+        if f in files:
+            s.sources[f], s.spans[f] = source, function_spans(source)
+    matched: set[str] = set()
+    seen: set[tuple[str, str]] = set()
+    for f in files:
+        for info in infos[f]:
+            if not _wanted(info, cfg, matched) or s.names[info.name] > 1:
+                continue  # renaming and the split need a name that means one function
+            s.functions += 1
+            try:
+                ms = mutants(s.sources[f], info.qualname, cfg.ops)
+            except (SyntaxError, ValueError, RecursionError) as e:
+                log.warning("skipping %s::%s: %s", f, info.qualname, e)
+                continue
+            for m in ms:
+                if (f, m.source) not in seen:
+                    seen.add((f, m.source))
+                    s.candidates.append(Candidate(f, info.qualname, info.name, m))
+                    report.per_op[m.op].candidates += 1
+    missing = [p for p in cfg.functions or [] if p not in matched]
+    if missing:
+        raise GenerateError(f"--functions {', '.join(missing)}: no such function in the chosen files "
+                            f"({len(files)}); give a name, Class.method or a glob, e.g. 'parse*'")
+    if not s.candidates:
+        raise GenerateError(f"{work.name}: no mutable functions found in {len(files)} non-test .py file(s)"
+                            + (" matching the targeting flags" if cfg.files or cfg.functions or cfg.ops else ""))
+    return s
+
+
 # ---------------------------------------------------------------------------------------------
 # Running the tests
-
-_DROP_ARGS = {"-x", "--exitfirst", "--lf", "--last-failed", "--ff", "--failed-first", "--sw", "--stepwise"}
-
 
 def _pytest_parts(test_cmd: str):
     parsed = parse_pytest_command(test_cmd)
@@ -251,16 +426,6 @@ def _pytest_parts(test_cmd: str):
     return parsed
 
 
-def _run_command(test_cmd: str) -> str:
-    parsed = _pytest_parts(test_cmd)
-    args = [a for a in parsed.args if a not in _DROP_ARGS and not a.startswith("--maxfail")]
-    head = parsed.env + [parsed.python] + parsed.python_flags + ["-m", "pytest"]
-    pytest_cmd = " ".join(shlex.quote(t) for t in head + args + ["-p", PLUGIN, "-vvv", "--tb=long"])
-    report = f"$PWD/{GEN_DIR}/report.json"
-    return (f'export FIXRL_GEN_REPORT="{report}" PYTHONPATH="$PWD/{GEN_DIR}${{PYTHONPATH:+:$PYTHONPATH}}"; '
-            f'rm -f "$FIXRL_GEN_REPORT"; {pytest_cmd}')
-
-
 def check_command(test_cmd: str, nodeids: list[str]) -> str:
     """The hidden check: the same interpreter running exactly these tests."""
     parsed = _pytest_parts(test_cmd)
@@ -268,44 +433,178 @@ def check_command(test_cmd: str, nodeids: list[str]) -> str:
     return " ".join(shlex.quote(t) for t in head + list(nodeids))
 
 
-def run_tests(sb, test_cmd: str, timeout: float) -> TestRun | None:
-    """Run the tests in a sandbox holding a prepared working copy; None when pytest wrote no
-    report (the command is not pytest, or pytest crashed before the end of the session)."""
-    res = sb.exec(_run_command(test_cmd), timeout=timeout)
-    try:
-        data = json.loads(sb.read_file(f"{GEN_DIR}/report.json"))
-    except (FileNotFoundError, json.JSONDecodeError, OSError):
-        if res.timed_out:
-            return TestRun({}, {}, res.exit_code, res.seconds, timed_out=True)
+def failure_of(nodeid: str, record: dict) -> Failure:
+    """The issue writer's view of one failed test, from the plugin's record of it."""
+    return Failure.from_record(nodeid, record)
+
+
+def as_test_run(result: JobResult) -> TestRun | None:
+    """A job's run as outcomes and failures; None when pytest wrote no report (the command is
+    not pytest, or pytest crashed before the end of the session)."""
+    data = result.report
+    if data is None:
+        if result.timed_out:
+            return TestRun({}, {}, result.exit_code, result.seconds, timed_out=True)
         return None
     outcomes: dict[str, str] = {}
     failures: dict[str, Failure] = {}
     for nodeid, t in data.get("tests", {}).items():
         outcomes[nodeid] = t.get("outcome") or "error"
         if outcomes[nodeid] in ("failed", "error"):
-            failures[nodeid] = Failure.from_record(nodeid, t)
-    return TestRun(outcomes, failures, res.exit_code, res.seconds, res.timed_out, data.get("collect_errors", []))
+            failures[nodeid] = failure_of(nodeid, t)
+    return TestRun(outcomes, failures, result.exit_code, result.seconds, result.timed_out,
+                   data.get("collect_errors", []))
+
+
+@dataclass
+class Baseline:
+    stable: list[str]
+    """Tests that passed in both runs."""
+    seconds: float
+    """The untraced run's seconds."""
+    cover: CoverageMap | None
+    """Which tests run which code (None: selection off, or nothing was recorded)."""
+    cover_seconds: float = 0.0
+
+
+def baseline(runner: Runner, work: Path, test_cmd: str, cfg: GenerateConfig, journal: Journal,
+             progress: GenProgress) -> Baseline:
+    """The clean suite, twice (the second run recording coverage), or both read back from the
+    journal. When forked runs write no report but fresh interpreters do, `cfg.fork` is turned off."""
+    rec, crec = journal.get("baseline"), journal.get("coverage")
+    if rec is None or (cfg.select and crec is None):
+        results = _baseline_runs(runner, work, test_cmd, cfg)
+        if cfg.fork and any(r.report is None and not r.timed_out for r in results):
+            plain = _baseline_runs(runner, work, test_cmd, dataclasses.replace(cfg, fork=False))
+            if all(r.report is not None for r in plain):
+                bad = next(r for r in results if r.report is None)
+                log.warning("pytest in a forked interpreter wrote no report, in a fresh one it did: every run "
+                            "starts a fresh interpreter (slower). The forked run's output ends: %s", bad.output[-600:])
+                cfg.fork = False
+            results = plain
+        stable = sorted(_check_baseline([as_test_run(r) for r in results], test_cmd, results))
+        rec = {"stable": stable, "seconds": round(results[0].seconds, 3), "fork": cfg.fork}
+        journal.put("baseline", rec)
+        if cfg.select:
+            if results[1].cover is None:
+                log.warning("the coverage run wrote no record: every candidate runs the whole suite")
+            crec = {"data": results[1].cover, "seconds": round(results[1].seconds, 3)}
+            journal.put("coverage", crec)
+    else:
+        cfg.fork = cfg.fork and bool(rec.get("fork", True))
+        progress.note("baseline and coverage: read back from the journal")
+    cover = CoverageMap.from_record(crec["data"]) if cfg.select and crec and crec.get("data") else None
+    return Baseline(list(rec["stable"]), float(rec["seconds"]), cover, float((crec or {}).get("seconds", 0.0)))
+
+
+def _baseline_runs(runner: Runner, work: Path, test_cmd: str, cfg: GenerateConfig) -> list[JobResult]:
+    jobs = [TestJob(test_cmd, BASELINE_TIMEOUT, fork=cfg.fork),
+            TestJob(test_cmd, BASELINE_TIMEOUT, cover=cfg.select, fork=cfg.fork)]
+    futures = [runner.submit(run_job, work, j, seconds=BASELINE_TIMEOUT + 300) for j in jobs]
+    return [f.result() for f in futures]  # a SandboxError here is the run's: nothing to judge yet
+
+
+def _check_baseline(runs: list[TestRun | None], test_cmd: str, results: list[JobResult] | None = None) -> set[str]:
+    if any(r is None for r in runs):
+        tail = next((r.output.strip()[-800:] for r in results or [] if r.report is None and r.output.strip()), "")
+        raise GenerateError(f"repository without passing tests: `{test_cmd}` wrote no pytest report "
+                            "(pytest did not run, or crashed before the end)"
+                            + (f"; its output ends:\n{tail}" if tail else ""))
+    assert all(r is not None for r in runs)
+    first = runs[0]
+    if first.timed_out:  # type: ignore[union-attr]
+        raise GenerateError(f"repository without passing tests: `{test_cmd}` did not finish in 600 s")
+    if first.collect_errors:  # type: ignore[union-attr]
+        raise GenerateError(f"repository without passing tests: collection errors in "
+                            f"{', '.join(first.collect_errors[:5])}")  # type: ignore[union-attr]
+    passed = [{n for n, o in r.outcomes.items() if o == "passed"} for r in runs]  # type: ignore[union-attr]
+    if not passed[0]:
+        raise GenerateError(f"repository without passing tests: `{test_cmd}` ran "
+                            f"{len(first.outcomes)} test(s) and none passed")  # type: ignore[union-attr]
+    failing = sorted(n for r in runs for n, o in r.outcomes.items() if o in ("failed", "error"))  # type: ignore[union-attr]
+    if failing:
+        raise GenerateError(
+            f"repository without passing tests: {len(set(failing))} test(s) fail on the unmodified "
+            f"repository (e.g. {failing[0]}); fix them or exclude them from --test-cmd "
+            f"(e.g. `--deselect {failing[0]}`)")
+    flaky = passed[0] ^ passed[1]
+    if flaky:
+        log.warning("%d test(s) passed in only one of two baseline runs (ignored): %s", len(flaky),
+                    ", ".join(sorted(flaky)[:5]))
+    return passed[0] & passed[1]
+
+
+def _classify(c: Candidate, run: TestRun | None, stable: list[str], max_broken_frac: float) -> None:
+    """Decide `c` from one whole-suite run (what tasks.gen_search does with run records)."""
+    if run is None:
+        c.status = "error"
+        return
+    result = JobResult({"tests": {n: {"outcome": o} for n, o in run.outcomes.items()},
+                        "collect_errors": run.collect_errors}, None, run.exit_code, run.seconds, run.timed_out, False)
+    status = run_status(run_record(result, stable, True), len(stable), max_broken_frac)
+    c.status = "kept" if status == "broke" else status
+    if c.status == "kept":
+        c.broken = [n for n in stable if run.outcomes.get(n) != "passed"]
+        c.failures = {n: run.failures[n] for n in c.broken if n in run.failures}
+
+
+def plan_selection(cands: list[Candidate], scanned: Scan, base: Baseline, full_timeout: float,
+                   report: GenerateReport) -> dict[str, float]:
+    """Set each candidate's `select` (its covering stable tests; None: the whole suite) and
+    return the seconds each selected run may take (three times what its tests took, plus the
+    start-up the baseline showed, plus ten)."""
+    timeouts: dict[str, float] = {}
+    if base.cover is None:
+        return timeouts
+    stable = frozenset(base.stable)
+    startup = max(0.0, base.seconds - sum(base.cover.durations.get(t, 0.0) for t in base.stable))
+    cache: dict[str, frozenset[str] | None] = {}
+    for c in cands:
+        if c.function not in cache:
+            span = scanned.spans.get(c.file, {}).get(c.qualname)
+            sel = base.cover.covering(c.file, span) if span is not None else None
+            cache[c.function] = None if sel is None else sel & stable
+        c.select = cache[c.function]
+        if c.select is not None:
+            took = sum(base.cover.durations.get(t, 0.0) for t in c.select)
+            timeouts[c.key] = min(full_timeout, 10.0 + 3 * (startup + took))
+    sels = list(cache.values())
+    report.functions_at_import = sum(s is None for s in sels)
+    report.functions_uncovered = sum(s is not None and not s for s in sels)
+    report.functions_covered = sum(bool(s) for s in sels)
+    report.opaque_tests = len(base.cover.opaque)
+    return timeouts
 
 
 # ---------------------------------------------------------------------------------------------
 # Ordering, selection and splitting (pure functions of the seed)
 
 def round_robin(cands: list[Candidate], rng: random.Random) -> list[Candidate]:
-    """Interleave families, and within a family interleave functions, both in seeded order."""
-    by_op: dict[str, list[Candidate]] = defaultdict(list)
+    """Round-robin over modules, over each module's functions and over each function's families,
+    all in seeded order, so that any prefix is spread over all three. The families of
+    successive functions start at successive families, so the first candidates differ in family too."""
+    fams = sorted({c.mutant.op for c in cands})
+    rng.shuffle(fams)
+    by_file: dict[str, dict[str, list[Candidate]]] = defaultdict(lambda: defaultdict(list))
     for c in cands:
-        by_op[c.mutant.op].append(c)
-    streams = []
-    for op in sorted(by_op):
-        by_fn: dict[str, list[Candidate]] = defaultdict(list)
-        for c in by_op[op]:
-            by_fn[f"{c.file}::{c.qualname}"].append(c)
-        fns = sorted(by_fn)
+        by_file[c.file][c.qualname].append(c)
+    files = sorted(by_file)
+    rng.shuffle(files)
+    per_file = []
+    for f in files:
+        fns = sorted(by_file[f])
         rng.shuffle(fns)
-        for fn in fns:
-            rng.shuffle(by_fn[fn])
-        streams.append(_interleave([by_fn[f] for f in fns]))
-    rng.shuffle(streams)
+        per_file.append([by_file[f][q] for q in fns])
+    streams = []
+    for j, group in enumerate(_interleave(per_file)):
+        by_op: dict[str, list[Candidate]] = defaultdict(list)
+        for c in group:
+            by_op[c.mutant.op].append(c)
+        for op in by_op:
+            rng.shuffle(by_op[op])
+        ops = [op for op in fams if op in by_op]
+        k = j % len(ops)
+        streams.append(_interleave([by_op[op] for op in ops[k:] + ops[:k]]))
     return _interleave(streams)
 
 
@@ -388,219 +687,189 @@ def _changed_lines(old: str, new: str) -> list[str]:
 # The generator
 
 def generate(repo: Path, test_cmd: str, out: Path, max_tasks: int | None = None, seed: int = 0,
-             backend: str = "local", heldout_frac: float = 1 / 3, *, workers: int | None = None,
-             max_broken_frac: float = 0.5, pass_to_pass: int = 10, max_fail_to_pass: int = 25,
-             max_turns: int = 8, max_edits: int | None = 1, validate: bool = True, repeats: int = 2,
-             ops: list[str] | None = None, progress: bool = True) -> GenerateReport:
-    """Generate up to `max_tasks` validated bug-fix tasks from `repo` into the suite `out`."""
+             backend: str = "local", heldout_frac: float = 1 / 3, *, runner: Runner | None = None,
+             **options) -> GenerateReport:
+    """Generate up to `max_tasks` validated bug-fix tasks from `repo` into the suite `out`.
+    `options`: the other GenerateConfig fields. `runner`: where the test runs happen (default:
+    a LocalRunner of `workers` sandboxes on this machine; the caller closes one it passes)."""
+    cfg = GenerateConfig(max_tasks=max_tasks, seed=seed, backend=backend, heldout_frac=heldout_frac, **options)
     t0 = time.monotonic()
     given = (str(repo), str(out))
-    repo, out = Path(repo).resolve(), Path(out).resolve()
+    repo, out = _check_inputs(Path(repo), Path(out), test_cmd, cfg)
+    workers = runner.width if runner is not None else (cfg.workers or max(1, os.cpu_count() or 1))
+    report = GenerateReport(given[0], given[1], test_cmd, seed, workers=workers, selection=cfg.select,
+                            max_per_function=cfg.max_per_function, journal=str(out / JOURNAL_NAME),
+                            log=str(out / LOG_NAME),
+                            targets={"files": cfg.files, "functions": cfg.functions, "operators": cfg.ops,
+                                     "exclude_private": cfg.exclude_private})
+    report.per_op = {op: OpStats() for op in (cfg.ops or OPERATORS)}
+    created = not out.exists()
+    existed = {p for p in (out / JOURNAL_NAME, out / LOG_NAME) if p.exists()}
+    try:
+        _generate(repo, test_cmd, out, cfg, runner, report)
+    except GenerateError:
+        # Bad input: what this run made goes (a killed or failed run keeps its journal to resume from).
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        else:
+            for p in {out / JOURNAL_NAME, out / LOG_NAME} - existed:
+                p.unlink(missing_ok=True)
+        raise
+    finally:
+        shutil.rmtree(out / STAGE_DIR, ignore_errors=True)
+        shutil.rmtree(out / TRASH_DIR, ignore_errors=True)
+    report.seconds = round(time.monotonic() - t0, 1)
+    _write_atomic(out / REPORT_NAME, json.dumps(report.to_json(), indent=2) + "\n")
+    return report
+
+
+def _generate(repo: Path, test_cmd: str, out: Path, cfg: GenerateConfig, runner: Runner | None,
+              report: GenerateReport) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="fixrl-gen-") as tmp, \
+            GenProgress(out / LOG_NAME, cfg.progress, cfg.progress_every) as progress:
+        progress.note(f"fixrl tasks generate: {repo} -> {out} ({test_cmd!r}, seed {cfg.seed}, "
+                      f"{report.workers} workers)")
+        work = _open_work(repo, Path(tmp))
+        journal = Journal(out / JOURNAL_NAME, {"repo": tree_hash(work, {GEN_DIR}), "test_cmd": test_cmd,
+                                               "backend": cfg.backend})
+        if journal.restarted:
+            progress.note(f"the journal {journal.path.name} was started afresh: {journal.restarted}")
+        own = runner is None
+        runner = runner or LocalRunner(report.workers, backend=cfg.backend)
+        try:
+            _write_plugins(work)
+            scanned, kept, base, rng = _search(runner, work, test_cmd, cfg, journal, progress, report)
+        finally:
+            if own:
+                runner.close()
+            journal.close()
+        _emit(kept, scanned, base, work, repo, out, test_cmd, cfg, rng, progress, report)
+        progress.note(f"done: {report.valid} valid tasks ({report.invalid} invalid)")
+
+
+def _check_inputs(repo: Path, out: Path, test_cmd: str, cfg: GenerateConfig) -> tuple[Path, Path]:
+    repo, out = repo.resolve(), out.resolve()
     if not repo.is_dir():
         raise GenerateError(f"--repo {repo}: not a directory")
     if out == repo or repo in out.parents:
         raise GenerateError(f"--out {out} is inside --repo {repo}: write the suite elsewhere "
                             "(the suite gets its own copy of the repository)")
-    if max_tasks is not None and max_tasks < 1:
-        raise GenerateError(f"--max must be at least 1, got {max_tasks}")
-    if not 0 <= heldout_frac < 1:
-        raise GenerateError(f"--heldout-frac must be in [0, 1), got {heldout_frac}")
-    for op in ops or []:
+    if cfg.max_tasks is not None and cfg.max_tasks < 1:
+        raise GenerateError(f"--max must be at least 1, got {cfg.max_tasks}")
+    if not 0 <= cfg.heldout_frac < 1:
+        raise GenerateError(f"--heldout-frac must be in [0, 1), got {cfg.heldout_frac}")
+    if cfg.max_per_function is not None and cfg.max_per_function < 1:
+        raise GenerateError(f"--max-per-function must be at least 1, got {cfg.max_per_function}")
+    for op in cfg.ops or []:
         if op not in OPERATORS:
             raise GenerateError(f"unknown operator {op!r}; known: {', '.join(OPERATORS)}")
     _pytest_parts(test_cmd)
-    rng = random.Random(seed)
-    workers = workers or max(1, min(4, os.cpu_count() or 1))
-    report = GenerateReport(given[0], given[1], test_cmd, seed)
-    report.per_op = {op: OpStats() for op in (ops or OPERATORS)}
+    return repo, out
 
 
-    with tempfile.TemporaryDirectory(prefix="fixrl-gen-") as tmp:
-        work = Path(tmp) / "repo"
-        _copy_repo(repo, work)
-        (work / GEN_DIR).mkdir(exist_ok=True)
-        (work / GEN_DIR / f"{PLUGIN}.py").write_text(PLUGIN_SOURCE, encoding="utf-8")
+def _open_work(repo: Path, tmp: Path) -> Path:
+    work = tmp / "repo"
+    _copy_repo(repo, work)
+    return work
 
-        with SandboxPool(workers, backend=backend) as pool:
-            # 1. baseline, twice: a test must pass both times to count as stable
-            runs = []
-            for _ in range(2):
-                with pool.acquire(work) as sb:
-                    runs.append(run_tests(sb, test_cmd, timeout=600))
-            base = _check_baseline(runs, test_cmd)
-            stable = sorted(base)
-            report.tests = len(stable)
-            report.baseline_seconds = round(max(r.seconds for r in runs), 3)  # type: ignore[union-attr]
-            timeout = min(600.0, 5.0 + 3 * report.baseline_seconds)
 
-            # 2. candidates
-            files = python_files(work)
-            report.files = len(files)
-            names = Counter()
-            per_file: dict[str, list] = {}
-            for f in files:
-                try:
-                    per_file[f] = [i for i in list_functions((work / f).read_text(encoding="utf-8"))
-                                   if not (i.name.startswith("__") and i.name.endswith("__"))]
-                except (SyntaxError, UnicodeDecodeError, ValueError) as e:
-                    log.warning("skipping %s: %s", f, e)
-                    per_file[f] = []
-                names.update(i.name for i in per_file[f])
-            cands: list[Candidate] = []
-            seen: set[tuple[str, str]] = set()
-            for f, infos in per_file.items():
-                source = (work / f).read_text(encoding="utf-8")
-                for info in infos:
-                    if names[info.name] > 1:
-                        continue  # renaming and the split need a name that means one function
-                    report.functions += 1
-                    try:
-                        ms = mutants(source, info.qualname, ops)
-                    except (SyntaxError, ValueError, RecursionError) as e:
-                        log.warning("skipping %s::%s: %s", f, info.qualname, e)
-                        continue
-                    for m in ms:
-                        if (f, m.source) in seen:
-                            continue
-                        seen.add((f, m.source))
-                        cands.append(Candidate(f, info.qualname, info.name, m))
-                        report.per_op[m.op].candidates += 1
-            report.candidates = len(cands)
-            if not cands:
-                raise GenerateError(f"{repo}: no mutable functions found in {len(files)} non-test .py file(s)")
-            order = round_robin(cands, rng)
+def _write_plugins(work: Path) -> None:
+    (work / GEN_DIR).mkdir(exist_ok=True)
+    (work / GEN_DIR / f"{PLUGIN}.py").write_text(PLUGIN_SOURCE, encoding="utf-8")
+    (work / GEN_DIR / f"{COVER_PLUGIN}.py").write_text(COVER_SOURCE, encoding="utf-8")
 
-            # 3. run the tests on each candidate, in parallel, until enough are kept
-            target = None if max_tasks is None else (3 * max_tasks) // 2 + 5
-            sources = {f: (work / f).read_text(encoding="utf-8") for f in per_file}
 
-            def evaluate(c: Candidate) -> Candidate:
-                for attempt in range(2):
-                    try:
-                        with pool.acquire(work) as sb:
-                            sb.write_file(c.file, c.mutant.source)
-                            run = run_tests(sb, test_cmd, timeout)
-                        break
-                    except SandboxError as e:
-                        log.warning("sandbox failed on %s (attempt %d): %s", c.mutant.description, attempt + 1, e)
-                        run = None
-                        if attempt == 1:
-                            c.status = "error"
-                            return c
-                _classify(c, run, stable, max_broken_frac)
-                return c
+def _search(runner: Runner, work: Path, test_cmd: str, cfg: GenerateConfig, journal: Journal,
+            progress: GenProgress, report: GenerateReport) -> tuple[Scan, list[Candidate], Baseline, random.Random]:
+    """Stages 1-3: the baseline and coverage, the candidates, and their test runs (and the
+    seeded stream, which goes on into the tasks)."""
+    scanned = scan(work, cfg, report)
+    report.files, report.functions, report.candidates = len(scanned.files), scanned.functions, len(scanned.candidates)
+    progress.note(f"{report.candidates} candidates in {report.functions} functions of {report.files} file(s)")
+    base = baseline(runner, work, test_cmd, cfg, journal, progress)
+    report.tests, report.baseline_seconds, report.coverage_seconds = len(base.stable), round(base.seconds, 3), \
+        base.cover_seconds
+    report.selection = base.cover is not None
+    full_timeout = min(600.0, 5.0 + 3 * base.seconds)
+    timeouts = plan_selection(scanned.candidates, scanned, base, full_timeout, report)
+    progress.note(f"baseline: {report.tests} tests pass ({base.seconds:.1f} s); " + (
+        f"selection: {report.functions_covered} functions covered, {report.functions_at_import} run at import "
+        f"(whole suite), {report.functions_uncovered} by no test" if base.cover else "no selection: every "
+        "candidate runs the whole suite"))
+    rng = random.Random(cfg.seed)
+    order = round_robin(scanned.candidates, rng)
+    target = None if cfg.max_tasks is None else (3 * cfg.max_tasks) // 2 + 5
+    settings = SearchSettings(test_cmd, base.stable, full_timeout, timeouts, target, cfg.max_per_function,
+                              cfg.max_broken_frac, cfg.fork)
+    search = Search(order, settings, runner, work, journal, progress)
+    progress.start(len(order), target, reused=journal.reused)
+    kept = search.run()
+    report.candidates_per_minute = progress.finish()
+    report.full_runs, report.reused = search.full_runs, search.reused
+    sizes = search.selected_sizes
+    report.mean_selected_tests = round(sum(sizes) / len(sizes), 1) if sizes else 0.0
+    for c in order:
+        st = report.per_op[c.mutant.op]
+        if c.status in TESTED:
+            st.tested += 1
+            setattr(st, c.status, getattr(st, c.status) + 1)
+            st.broke += c.status in ("kept", "not_local")
+        elif c.status in ("uncovered", "capped"):
+            setattr(st, c.status, getattr(st, c.status) + 1)
+    for name in ("tested", "broke", "uncovered", "capped"):
+        setattr(report, name, sum(getattr(s, name) for s in report.per_op.values()))
+    report.kept = len(kept)
+    return scanned, kept, base, rng
 
-            kept: list[Candidate] = []
-            batch = max(workers * 4, 8)
-            with _progress(progress, len(order)) as bar, ThreadPoolExecutor(workers) as ex:
-                for i in range(0, len(order), batch):
-                    if target is not None and len(kept) >= target:
-                        break
-                    for c in ex.map(evaluate, order[i:i + batch]):
-                        st = report.per_op[c.mutant.op]
-                        st.tested += 1
-                        setattr(st, c.status, getattr(st, c.status) + 1)
-                        if c.status in ("kept", "not_local"):
-                            st.broke += 1
-                        if c.status == "kept":
-                            kept.append(c)
-                        bar(c)
-            report.tested = sum(s.tested for s in report.per_op.values())
-            report.broke = sum(s.broke for s in report.per_op.values())
-            report.kept = len(kept)
 
-        # 4. tasks: issue texts, selection, split, files
-        with_issue = []
-        for c in kept:
-            issue, why = _issue_for(c, work, sources[c.file], rng)
-            if issue is None:
-                report.per_op[c.mutant.op].no_issue += 1
-                report.no_issue_reasons[why] = report.no_issue_reasons.get(why, 0) + 1
-                continue
-            with_issue.append((c, issue))
-        _prepare_out(out, repo, work, names, test_cmd, max_turns, max_edits)
-        chosen = _select(with_issue, max_tasks, rng)
-        fns = sorted({f"{c.file}::{c.qualname}" for c, _ in chosen})
-        weights = Counter(f"{c.file}::{c.qualname}" for c, _ in chosen)
-        held = split_by_function(fns, weights, heldout_frac, rng)
-        check_timeout = float(max(30, round(10 * report.baseline_seconds)))
-        written = _write_tasks(chosen, held, out, work, sources, test_cmd, pass_to_pass, max_fail_to_pass,
-                               stable, rng, seed, check_timeout)
-        for c, _ in chosen:
-            report.per_op[c.mutant.op].selected += 1
-        report.selected = len(chosen)
-
-        # 5. validation: drop what does not validate
-        if validate and written:
-            verdicts = _validate(out, [tid for tid, _ in written], backend, workers, repeats)
-            for tid, c in written:
-                ok, why = verdicts.get(tid, (False, "not validated"))
-                st = report.per_op[c.mutant.op]
-                if ok:
-                    st.valid += 1
-                else:
-                    st.invalid += 1
-                    report.invalid_reasons[tid] = why
-                    _remove_task(out, tid)
-        else:
-            for _, c in written:
-                report.per_op[c.mutant.op].valid += 1
+def _emit(kept: list[Candidate], scanned: Scan, base: Baseline, work: Path, repo: Path, out: Path, test_cmd: str,
+          cfg: GenerateConfig, rng: random.Random, progress: GenProgress, report: GenerateReport) -> None:
+    """Stages 4-5: issue texts, the choice and split, the task files and their validation, in
+    the staging folder; then the staged suite replaces the generated part of `out`."""
+    with_issue = []
+    for c in kept:
+        c.failures = {n: failure_of(n, rec) for n, rec in c.records.items()}
+        issue, why = _issue_for(c, work, scanned.sources[c.file], rng)
+        if issue is None:
+            report.per_op[c.mutant.op].no_issue += 1
+            report.no_issue_reasons[why] = report.no_issue_reasons.get(why, 0) + 1
+            continue
+        with_issue.append((c, issue))
+    stage, config = _prepare_stage(out, repo, scanned.names, test_cmd, cfg)
+    chosen = _select(with_issue, cfg.max_tasks, rng)
+    fns = sorted({c.function for c, _ in chosen})
+    held = split_by_function(fns, Counter(c.function for c, _ in chosen), cfg.heldout_frac, rng)
+    check_timeout = float(max(30, round(10 * report.baseline_seconds)))
+    written = _write_tasks(chosen, held, stage, work, scanned.sources, test_cmd, cfg.pass_to_pass,
+                           cfg.max_fail_to_pass, base.stable, rng, cfg.seed, check_timeout)
+    for c, _ in chosen:
+        report.per_op[c.mutant.op].selected += 1
+    report.selected = len(chosen)
+    if cfg.validate and written:
+        progress.note(f"validating {len(written)} tasks")
+        # Validation runs here (a cluster runner tests candidates only): this machine's workers.
+        jobs = cfg.workers or max(1, os.cpu_count() or 1)
+        verdicts = _validate(stage, [tid for tid, _ in written], cfg.backend, jobs, cfg.repeats)
+        for tid, c in written:
+            ok, why = verdicts.get(tid, (False, "not validated"))
+            st = report.per_op[c.mutant.op]
+            if ok:
+                st.valid += 1
+            else:
+                st.invalid += 1
+                report.invalid_reasons[tid] = why
+                _remove_task(stage, tid)
+    else:
+        for _, c in written:
+            report.per_op[c.mutant.op].valid += 1
+    _publish(stage, out, config)
     report.valid = sum(s.valid for s in report.per_op.values())
     report.invalid = sum(s.invalid for s in report.per_op.values())
     report.task_ids = sorted(tid for tid, _ in written if tid not in report.invalid_reasons)
     ids = set(report.task_ids)
-    report.heldout = sum(1 for tid, c in written if tid in ids and f"{c.file}::{c.qualname}" in held)
+    report.heldout = sum(1 for tid, c in written if tid in ids and c.function in held)
     report.train = len(ids) - report.heldout
-    report.seconds = round(time.monotonic() - t0, 1)
-    (out / REPORT_NAME).write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
-    return report
-
-
-def _check_baseline(runs: list[TestRun | None], test_cmd: str) -> set[str]:
-    if any(r is None for r in runs):
-        raise GenerateError(f"repository without passing tests: `{test_cmd}` wrote no pytest report "
-                            "(pytest did not run, or crashed before the end)")
-    assert all(r is not None for r in runs)
-    first = runs[0]
-    if first.timed_out:  # type: ignore[union-attr]
-        raise GenerateError(f"repository without passing tests: `{test_cmd}` did not finish in 600 s")
-    if first.collect_errors:  # type: ignore[union-attr]
-        raise GenerateError(f"repository without passing tests: collection errors in "
-                            f"{', '.join(first.collect_errors[:5])}")  # type: ignore[union-attr]
-    passed = [{n for n, o in r.outcomes.items() if o == "passed"} for r in runs]  # type: ignore[union-attr]
-    if not passed[0]:
-        raise GenerateError(f"repository without passing tests: `{test_cmd}` ran "
-                            f"{len(first.outcomes)} test(s) and none passed")  # type: ignore[union-attr]
-    failing = sorted(n for r in runs for n, o in r.outcomes.items() if o in ("failed", "error"))  # type: ignore[union-attr]
-    if failing:
-        raise GenerateError(
-            f"repository without passing tests: {len(set(failing))} test(s) fail on the unmodified "
-            f"repository (e.g. {failing[0]}); fix them or exclude them from --test-cmd "
-            f"(e.g. `--deselect {failing[0]}`)")
-    flaky = passed[0] ^ passed[1]
-    if flaky:
-        log.warning("%d test(s) passed in only one of two baseline runs (ignored): %s", len(flaky),
-                    ", ".join(sorted(flaky)[:5]))
-    return passed[0] & passed[1]
-
-
-def _classify(c: Candidate, run: TestRun | None, stable: list[str], max_broken_frac: float) -> None:
-    if run is None or run.collect_errors:
-        c.status = "error"
-        return
-    if run.timed_out:
-        c.status = "timeout"
-        return
-    broken = [n for n in stable if run.outcomes.get(n) != "passed"]
-    if not broken:
-        c.status = "equivalent"
-        return
-    if len(broken) > max_broken_frac * len(stable):
-        c.status = "not_local"
-        return
-    c.status = "kept"
-    c.broken = broken
-    c.failures = {n: run.failures[n] for n in broken if n in run.failures}
 
 
 def _issue_for(c: Candidate, work: Path, clean: str, rng: random.Random) -> tuple[str | None, str]:
@@ -623,25 +892,14 @@ def _issue_for(c: Candidate, work: Path, clean: str, rng: random.Random) -> tupl
 
 
 def _select(items: list[tuple[Candidate, str]], max_tasks: int | None, rng: random.Random):
-    """Up to max_tasks, spread over families and functions (round-robin, seeded)."""
+    """Up to max_tasks, spread over modules, functions and families (round-robin, seeded)."""
     order = round_robin([c for c, _ in items], rng)
     issue = {id(c): text for c, text in items}
     chosen = order if max_tasks is None else order[:max_tasks]
     return [(c, issue[id(c)]) for c in chosen]
 
 
-def _prepare_out(out: Path, repo: Path, work: Path, names: Counter, test_cmd: str,
-                 max_turns: int, max_edits: int | None) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    dest_repo = out / "repo"
-    if dest_repo.resolve() != repo:
-        if dest_repo.exists():
-            shutil.rmtree(dest_repo)
-        _copy_repo(repo, dest_repo)
-    for d in (out / "tasks" / "generated", out / "checks" / "generated"):
-        if d.exists():
-            shutil.rmtree(d)
-        d.mkdir(parents=True)
+def _suite_config(out: Path, repo: Path, names: Counter, test_cmd: str, cfg: GenerateConfig) -> dict:
     suite_file = out / "suite.yaml"
     config = yaml.safe_load(suite_file.read_text(encoding="utf-8")) if suite_file.exists() else None
     config = config if isinstance(config, dict) else {}
@@ -651,10 +909,59 @@ def _prepare_out(out: Path, repo: Path, work: Path, names: Counter, test_cmd: st
     defaults.setdefault("repo", "repo")
     defaults.setdefault("public_tests", test_cmd)
     limits = defaults.setdefault("limits", {})
-    limits.setdefault("max_turns", max_turns)
-    limits.setdefault("max_edits", max_edits)
+    limits.setdefault("max_turns", cfg.max_turns)
+    limits.setdefault("max_edits", cfg.max_edits)
     config["rename_pool"] = sorted(n for n, k in names.items() if k == 1 and not n.startswith("_"))
-    suite_file.write_text(dump_yaml(config), encoding="utf-8")
+    return config
+
+
+def _prepare_stage(out: Path, repo: Path, names: Counter, test_cmd: str,
+                   cfg: GenerateConfig) -> tuple[Path, dict]:
+    """OUT/.generate-stage: a suite of its own (suite.yaml, repo/, the generated folders) that the
+    new tasks are written and validated in; returns it and the suite.yaml `out` will get."""
+    stage = out / STAGE_DIR
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir()
+    config = _suite_config(out, repo, names, test_cmd, cfg)
+    staged = {**config, "defaults": {**config["defaults"], "repo": "repo"}}
+    (stage / "suite.yaml").write_text(dump_yaml(staged), encoding="utf-8")
+    if (out / "repo").resolve() == repo:
+        (stage / "repo").symlink_to(repo, target_is_directory=True)
+    else:
+        _copy_repo(repo, stage / "repo")
+    for d in (stage / "tasks" / "generated", stage / "checks" / "generated"):
+        d.mkdir(parents=True)
+    return stage, config
+
+
+def _publish(stage: Path, out: Path, config: dict) -> None:
+    """Move the staged repository, checks and tasks into `out` and write its suite.yaml. At
+    every moment the suite's generated tasks are the old ones, none, or the new ones, each with
+    its check files in place."""
+    trash = out / TRASH_DIR
+    if trash.exists():
+        shutil.rmtree(trash)
+    trash.mkdir()
+    for rel in ("tasks/generated", "checks/generated"):
+        if (out / rel).exists():
+            (out / rel).rename(trash / rel.replace("/", "-"))
+    if not (stage / "repo").is_symlink():
+        if (out / "repo").exists() or (out / "repo").is_symlink():
+            (out / "repo").rename(trash / "repo")
+        (stage / "repo").rename(out / "repo")
+    for rel in ("checks/generated", "tasks/generated"):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (stage / rel).rename(out / rel)
+    _write_atomic(out / "suite.yaml", dump_yaml(config))
+    shutil.rmtree(trash, ignore_errors=True)
+    shutil.rmtree(stage, ignore_errors=True)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _write_tasks(chosen, held: set[str], out: Path, work: Path, sources: dict[str, str], test_cmd: str,
@@ -688,11 +995,10 @@ def _write_tasks(chosen, held: set[str], out: Path, work: Path, sources: dict[st
         (check_root / tid).mkdir(parents=True)
         (check_root / tid / "bug.patch").write_text(unified_diff(c.file, clean, buggy), encoding="utf-8")
         (check_root / tid / "fix.patch").write_text(unified_diff(c.file, buggy, clean), encoding="utf-8")
-        fn_key = f"{c.file}::{c.qualname}"
         task = {
             "id": tid,
             "kind": "fix",
-            "split": "heldout" if fn_key in held else "train",
+            "split": "heldout" if c.function in held else "train",
             "function": c.name,
             "file": c.file,
             "tags": [f"family:{c.mutant.op}", f"function:{c.name}", "generated"],
@@ -734,45 +1040,18 @@ def _validate(out: Path, ids: list[str], backend: str, workers: int, repeats: in
     return verdicts
 
 
-class _progress:
-    """A rich progress bar over the candidates (or nothing)."""
-
-    def __init__(self, enabled: bool, total: int):
-        self.enabled, self.total = enabled, total
-        self.kept = 0
-
-    def __enter__(self):
-        if not self.enabled:
-            return lambda c: None
-
-        self._p = Progress(TextColumn("mutants"), BarColumn(), MofNCompleteColumn(),
-                           TextColumn("kept {task.fields[kept]}"), TimeElapsedColumn(), transient=True)
-        self._p.__enter__()
-        self._t = self._p.add_task("mutants", total=self.total, kept=0)
-
-        def advance(c: Candidate) -> None:
-            self.kept += c.status == "kept"
-            self._p.update(self._t, advance=1, kept=self.kept)
-
-        return advance
-
-    def __exit__(self, *exc):
-        if self.enabled:
-            self._p.__exit__(*exc)
-
-
 # ---------------------------------------------------------------------------------------------
-# Output and the command
+# Output
 
 def print_report(report: GenerateReport, console=None) -> None:
     console = console or Console()
     if not console.is_terminal:
         console = Console(width=max(console.width, 150))
     table = Table(title=f"fixrl tasks generate: yield ({report.tests} tests, baseline {report.baseline_seconds:.2f} s)")
-    cols = ["candidates", "tested", "broke", "equivalent", "not_local", "timeout", "error", "kept", "no_issue",
-            "selected", "valid", "invalid"]
-    heads = ["cands", "tested", "broke", "equiv", "nonlocal", "timeout", "error", "kept", "no issue", "selected",
-             "valid", "invalid"]
+    cols = ["candidates", "tested", "broke", "equivalent", "not_local", "timeout", "error", "uncovered", "capped",
+            "kept", "no_issue", "selected", "valid", "invalid"]
+    heads = ["cands", "tested", "broke", "equiv", "nonlocal", "timeout", "error", "uncov", "capped", "kept",
+             "no issue", "selected", "valid", "invalid"]
     table.add_column("operator")
     for head in heads:
         table.add_column(head, justify="right")
@@ -780,9 +1059,19 @@ def print_report(report: GenerateReport, console=None) -> None:
         table.add_row(op, *(str(getattr(st, col)) for col in cols))
     table.add_row("total", *(str(sum(getattr(s, col) for s in report.per_op.values())) for col in cols), style="bold")
     console.print(table)
+    if report.selection:
+        console.print(f"test selection: {report.functions_covered} functions covered by some test, "
+                      f"{report.functions_at_import} run at import (whole suite), {report.functions_uncovered} by "
+                      f"none; {report.mean_selected_tests:g} tests per selected run; {report.full_runs} whole-suite "
+                      f"runs; {report.candidates_per_minute:g} candidates/min on {report.workers} workers")
+    else:
+        console.print(f"every candidate ran the whole suite: {report.candidates_per_minute:g} candidates/min "
+                      f"on {report.workers} workers")
+    if report.reused:
+        console.print(f"{report.reused} outcomes read back from the journal of an earlier run")
     console.print(f"{report.functions} functions in {report.files} files; {report.valid} valid tasks "
                   f"({report.train} train, {report.heldout} heldout) written to {report.out} in {report.seconds:.0f} s")
-    for why, n in sorted(report.no_issue_reasons.items(), key=lambda x: (-x[1], x[0])):
-        console.print(f"  no issue for {n} kept bug(s): {why}")
     for tid, why in sorted(report.invalid_reasons.items()):
         console.print(f"  dropped {tid}: {why}")
+    for why, n in sorted(report.no_issue_reasons.items(), key=lambda x: (-x[1], x[0])):
+        console.print(f"  no issue for {n} kept bug(s): {why}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import re
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -140,10 +141,82 @@ def _index(lines: list[str], lineno: int, col: int) -> int:
 
 
 def _same(tree: ast.AST, text: str) -> bool:
+    if isinstance(tree, _Target):
+        return tree.matches(text)
     try:
         return ast.dump(ast.parse(text)) == ast.dump(tree)
     except SyntaxError:
         return False
+
+
+@functools.lru_cache(maxsize=8)
+def _parse(source: str) -> ast.Module:
+    """The source's tree, parsed once for all its mutants: shared, so never changed (moves
+    work on `_copy_along`'s copies)."""
+    return ast.parse(source)
+
+
+def _copy_along(tree: ast.Module, fn: ast.AST) -> tuple[ast.Module, ast.AST, int]:
+    """A copy of `tree` in which only `fn` (deeply) and the module and classes holding it
+    (shallowly) are new: (the copy, fn's copy, the index of the top-level statement holding it).
+    Copying the whole module per mutant cost more than everything else the mutants need."""
+
+    def path(body: list[ast.stmt]) -> list[int] | None:
+        for i, node in enumerate(body):
+            if node is fn:
+                return [i]
+            if isinstance(node, ast.ClassDef):
+                rest = path(node.body)
+                if rest is not None:
+                    return [i, *rest]
+        return None
+
+    steps = path(tree.body)
+    if steps is None:
+        raise ValueError("function not found in its module")
+    new_tree = copy.copy(tree)
+    holder: ast.AST = new_tree
+    new_tree.body = list(tree.body)
+    for i in steps[:-1]:
+        cls = copy.copy(holder.body[i])  # type: ignore[attr-defined]
+        cls.body = list(cls.body)
+        holder.body[i] = cls  # type: ignore[attr-defined]
+        holder = cls
+    new_fn = copy.deepcopy(fn)
+    holder.body[steps[-1]] = new_fn  # type: ignore[attr-defined]
+    return new_tree, new_fn, steps[0]
+
+
+class _Target:
+    """A mutated module tree (`tree`) and a fast test that a text means it. The mutant texts
+    differ from the source only inside the top-level statement that holds the function; when
+    a text keeps the source's lines before and after that statement, those lines parse as before,
+    so only the statement's own lines are parsed and compared. Any other text gets the full
+    comparison."""
+
+    def __init__(self, source: str, tree: ast.Module, new_tree: ast.Module, top: int) -> None:
+        self.tree = new_tree
+        stmt = tree.body[top]
+        first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
+        lines = _lines(source)
+        self.head = "".join(lines[: first - 1])
+        self.tail = "".join(lines[stmt.end_lineno:])  # type: ignore[misc]
+        self.top = top
+        self._want: str | None = None
+
+    def matches(self, text: str) -> bool:
+        """Whether `text` parses to `tree` (as it is now: the move has changed it since __init__)."""
+        if self._want is None:
+            self._want = ast.dump(self.tree.body[self.top])
+        h, t = len(self.head), len(self.tail)
+        if len(text) >= h + t and text.startswith(self.head) and text.endswith(self.tail):
+            try:
+                region = ast.parse(text[h:len(text) - t])
+            except SyntaxError:
+                region = None
+            if region is not None and len(region.body) == 1 and ast.dump(region.body[0]) == self._want:
+                return True
+        return _same(self.tree, text)
 
 
 def _splice_expr(source: str, old: ast.AST, new: ast.AST, tree: ast.AST) -> str | None:
@@ -499,12 +572,12 @@ def _bump(node: ast.Constant, sign: int) -> ast.AST:
 
 def _mutate_at(source: str, function: str, find: Callable[[ast.AST], list], index: int,
                move: Callable[[object, ast.AST, ast.AST, str], object]) -> tuple[str, ast.AST] | None:
-    """Apply `move` at the `index`-th site returned by `find` (re-found on a deep copy)."""
-    tree = ast.parse(source)
+    """Apply `move` at the `index`-th site returned by `find` (re-found on a copy)."""
+    tree = _parse(source)
     fn = _find_function(tree, function)
     orig_site = find(fn)[index]
-    new_tree = copy.deepcopy(tree)
-    new_fn = _find_function(new_tree, function)
+    copied, new_fn, top = _copy_along(tree, fn)
+    new_tree = _Target(source, tree, copied, top)
     site = find(new_fn)[index]
     node = site[0] if isinstance(site, tuple) else site
     orig_node = orig_site[0] if isinstance(orig_site, tuple) else orig_site
@@ -532,12 +605,26 @@ def _mutate_at(source: str, function: str, find: Callable[[ast.AST], list], inde
 
 
 def _segment(source: str, node: ast.AST) -> str:
-    return (ast.get_source_segment(source, node) or ast.unparse(node)).strip()
+    # ast.get_source_segment's text, without splitting the whole source again for every call
+    lines = _line_list(source)
+    try:
+        start = _index(lines, node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        end = _index(lines, node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        text = source[start:end]
+    except (AttributeError, TypeError, IndexError):
+        text = ""
+    return (text or ast.unparse(node)).strip()
+
+
+@functools.lru_cache(maxsize=8)
+def _line_list(source: str) -> list[str]:
+    """`_lines(source)`, shared: never changed by its callers."""
+    return _lines(source)
 
 
 def _family(name: str, find: Callable[[ast.AST], list], move, describe) -> Callable[[str, str], list[Mutant]]:
     def enumerate_mutants(source: str, function: str) -> list[Mutant]:
-        tree = ast.parse(source)
+        tree = _parse(source)
         sites = find(_find_function(tree, function))
         out = []
         for i, site in enumerate(sites):

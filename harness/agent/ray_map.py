@@ -11,16 +11,22 @@ another worker (`retries` times); one that still fails, or raises, gives its exc
 place in the results: the caller decides what an infrastructure failure means (a validation
 reports it, never as an invalid task). `fn` must be importable on every node (a module-level
 function of fixrl or of an installed package), as any reward function.
+
+`TaskMap.submit` starts one call and returns its future (for callers that decide as results
+arrive); `RayRunner` is the generator's Runner (tasks.gen_exec) on a cluster: each test run of
+`fixrl tasks generate --ray` runs on a worker, in that node's copy of the generator's workspace.
 """
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from fixrl.harness.agent.ray_pool import WorkerLost, WorkerPool
-from fixrl.sandbox import SandboxError
+from fixrl.sandbox import SandboxConfig, SandboxError, SandboxPool
 from fixrl.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -32,6 +38,23 @@ class TaskMap:
     def __init__(self, pool: WorkerPool, *, retries: int = 2) -> None:
         self.pool = pool
         self.retries = retries
+        self._ex: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[..., Any], task: Task, *args: Any, deadline: float) -> Future:
+        """Start `fn(task, pool, *args)` on a worker; its future holds the result or the exception.
+        Calls beyond the workers' slots wait for one (in threads of this map, closed by `close`)."""
+        with self._lock:
+            if self._ex is None:
+                self._ex = ThreadPoolExecutor(max_workers=64, thread_name_prefix="fixrl-ray-submit")
+            return self._ex.submit(self._one, fn, task, args, deadline)
+
+    def close(self) -> None:
+        """Cancel the calls not yet started; wait for the running ones."""
+        with self._lock:
+            ex, self._ex = self._ex, None
+        if ex is not None:
+            ex.shutdown(wait=True, cancel_futures=True)
 
     def map(self, fn: Callable[..., Any], tasks: Sequence[Task], *args: Any, deadline: float,
             progress: Callable[[Task, Any], None] | None = None) -> list[Any]:
@@ -67,3 +90,44 @@ class TaskMap:
             finally:
                 self.pool.release(w, finished=done)
         raise SandboxError(f"{task.id}: lost its worker {self.retries + 1} times (last: {last})")
+
+
+def in_tree(task: Task, pool: SandboxPool, fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(workspace, pool, *args)` with the workspace this node holds for `task` (a worker's
+    side of RayRunner.submit)."""
+    return fn(Path(str(task.repo)), pool, *args)
+
+
+class RayRunner:
+    """tasks.gen_exec.Runner on a Ray cluster: `fn(workspace, pool, *args)` on the workers, each in
+    its node's copy of `workspace` (shipped once per node, content-addressed) with the node's
+    sandbox pool. `width` is the cluster's sandbox slots when it opened."""
+
+    def __init__(self, address: str, backend: str = "local", image: str | None = None) -> None:
+        self.workers = WorkerPool(SandboxConfig(ray=address, backend=backend, image=image))  # type: ignore[arg-type]
+        self.map = TaskMap(self.workers)
+        self.width = self.workers.capacity()
+        self._trees: dict[Path, Task] = {}
+
+    def _task(self, workspace: Path) -> Task:
+        # A workspace travels as a task's clean repository; the rest of the task is never used.
+        key = Path(workspace).resolve()
+        if key not in self._trees:
+            self._trees[key] = Task(id="generate", kind="question", answer="-", issue="(the generator's test runs)",
+                                    repo=str(key), check={"command": "true"})
+        return self._trees[key]
+
+    def submit(self, fn: Callable[..., Any], workspace: Path, *args: Any, seconds: float) -> Future:
+        return self.map.submit(in_tree, self._task(workspace), fn, *args, deadline=seconds)
+
+    def close(self) -> None:
+        try:
+            self.map.close()
+        finally:
+            self.workers.close()
+
+    def __enter__(self) -> RayRunner:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -17,9 +17,47 @@ def test_generate_arguments_reach_the_generator():
     assert (defaults.max, defaults.seed, defaults.backend) == (None, 0, "local")
 
 
+def test_generate_targeting_flags_reach_the_generator(monkeypatch, tmp_path):
+    from fixrl.harness.cli import main
+    from fixrl.harness.cli.commands import tasks as tasks_cmd
+    from fixrl.tasks.generate import GenerateReport
+
+    seen = {}
+
+    def fake(repo, test_cmd, out, **kw):
+        seen.update(kw, repo=repo, test_cmd=test_cmd, out=out)
+        return GenerateReport(str(repo), str(out), test_cmd, 0, valid=1)
+
+    monkeypatch.setattr(tasks_cmd, "generate_tasks", fake)
+    code = main(["tasks", "generate", "--repo", "r", "--test-cmd", "pytest", "--out", str(tmp_path / "o"), "--json",
+                 "--files", "pkg/*.py", "pkg/sub/", "--functions", "parse*", "Model.fit", "--operators",
+                 "flip_comparison", "off_by_one", "--exclude-private", "--max-per-function", "3", "--no-select",
+                 "--progress-every", "5"])
+    assert code == 0
+    assert seen["files"] == ["pkg/*.py", "pkg/sub/"] and seen["functions"] == ["parse*", "Model.fit"]
+    assert seen["ops"] == ["flip_comparison", "off_by_one"] and seen["exclude_private"] is True
+    assert (seen["max_per_function"], seen["select"], seen["progress_every"]) == (3, False, 5.0)
+    assert "runner" not in seen
+    main(["tasks", "generate", "--repo", "r", "--test-cmd", "pytest", "--out", str(tmp_path / "o"), "--json"])
+    assert (seen["files"], seen["functions"], seen["ops"], seen["exclude_private"]) == (None, None, None, False)
+    assert (seen["max_per_function"], seen["select"]) == (2, True)
+
+
+def test_generate_on_a_cluster_that_is_not_there(tmp_path, capsys):
+    pytest.importorskip("ray")
+    from fixrl.harness.cli import main
+
+    code = main(["tasks", "generate", "--repo", str(tmp_path), "--test-cmd", "pytest", "--out", str(tmp_path / "o"),
+                 "--ray", "127.0.0.1:1"])
+    assert code == 2 and "nothing answers at 127.0.0.1:1" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv,message", [
     (["tasks", "generate", "--repo", "r", "--test-cmd", "x", "--out", "o", "--heldout-frac", "2"], "between 0 and 1"),
     (["tasks", "generate", "--repo", "r", "--test-cmd", "x", "--out", "o", "--max", "0"], "at least 1"),
+    (["tasks", "generate", "--repo", "r", "--test-cmd", "x", "--out", "o", "--operators", "typo"], "invalid choice"),
+    (["tasks", "generate", "--repo", "r", "--test-cmd", "x", "--out", "o", "--max-per-function", "0"], "at least 1"),
+    (["tasks", "generate", "--repo", "r", "--test-cmd", "x", "--out", "o", "--files"], "expected at least one"),
     (["tasks", "validate", "s", "-j", "zero"], "whole number"),
     (["tasks", "validate", "s", "--backend", "podman"], "invalid choice"),
     (["tasks", "new", "--repo", "r", "--bug", "b"], "--test"),

@@ -282,3 +282,203 @@ def test_generate_in_docker(tmp_path, docker_available):
     assert report.tests == 10
     assert report.valid == 2, report.invalid_reasons
     assert all("Calling `" in t.issue for t in load_suite(out).tasks)
+    # the coverage plugin works with the image's pytest: candidates ran their covering tests only
+    assert report.selection and report.functions_covered >= 3 and 0 < report.mean_selected_tests < 10
+
+
+# ---------------------------------------------------------------- test selection, spread, progress, resume
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory):
+    """The shop repository generated with a recording runner: every job it ran, and its result."""
+    from genkit import RecordingRunner, make_shop_repo
+
+    from fixrl.tasks.gen_exec import LocalRunner
+
+    root = tmp_path_factory.mktemp("shop")
+    repo = make_shop_repo(root)
+    out = root / "suite"
+    runner = RecordingRunner(LocalRunner(2))
+    try:
+        report = generate(repo, "python -m pytest -q", out, seed=1, validate=False, runner=runner,
+                          max_per_function=1, progress=True, progress_every=0.2)
+    finally:
+        runner.close()
+    return repo, out, report, runner.runs
+
+
+def test_a_candidate_runs_only_the_tests_that_cover_its_function(shop):
+    from genkit import COVERING, mutated_function
+
+    _, _, report, runs = shop
+    selected = [(job, res) for job, res in runs if job.source is not None and job.select is not None]
+    assert selected and report.selection
+    for job, res in selected:
+        fn = mutated_function(job.source)
+        assert set(job.select) == COVERING[fn], (fn, job.select)
+        assert set(res.report["tests"]) == set(job.select)  # pytest ran those and nothing else
+    assert {mutated_function(j.source) for j, _ in selected} == set(COVERING)
+    assert report.opaque_tests == 1 and report.functions_covered == 4 and report.functions_uncovered == 0
+
+
+def test_a_kept_bugs_check_lists_every_test_it_breaks(shop):
+    """`test_total_memo` never calls `total` (not in its selection) but a bug in `total` breaks
+    it: the whole-suite run after the selected one puts it in the check."""
+    from fixrl.tasks import load_suite
+
+    _, out, report, runs = shop
+    tasks = [t for t in load_suite(out).tasks if t.function == "total"]
+    assert tasks, report.task_ids
+    for t in tasks:
+        f2p = t.metadata["generator"]["FAIL_TO_PASS"]
+        assert "tests/test_shop.py::test_total_memo" in f2p and "tests/test_shop.py::test_total" in f2p
+        assert set(f2p) <= set(t.check.tests)
+    whole = [job for job, _ in runs if job.source is not None and job.select is None]
+    assert len(whole) >= report.kept  # every kept bug ran the whole suite
+
+
+def test_no_function_holds_more_than_its_cap(shop, generated):
+    from collections import Counter
+
+    from fixrl.tasks import load_suite
+
+    _, out, report, _ = shop
+    assert max(Counter(t.function for t in load_suite(out).tasks).values()) == 1
+    assert report.capped > 0 and report.max_per_function == 1
+    _, out, _ = generated  # the default cap: 2
+    assert max(Counter(t.function for t in load_suite(out).tasks).values()) <= 2
+
+
+def test_progress_lines_and_the_log_file(shop, capsys):
+    _, out, report, _ = shop
+    log = (out / "generate.log").read_text()
+    assert "candidates" in log and " kept" in log and "/min" in log and "baseline:" in log
+    assert f"done: {report.valid} valid tasks" in log
+    assert not (out / ".generate-stage").exists() and (out / "generate.journal.jsonl").is_file()
+
+
+def test_targeting_flags(tmp_path):
+    from genkit import make_shop_repo
+
+    from fixrl.tasks.generate import GenerateConfig, GenerateReport, OpStats, scan
+    from fixrl.tasks.mutate import OPERATORS
+
+    repo = make_shop_repo(tmp_path)
+    (repo / "shop" / "_helpers.py").write_text("def _inner(x):\n    return x + 1\n\n\ndef outer(x):\n    return x - 1\n")
+
+    def functions(**kw):
+        r = GenerateReport("", "", "", 0)
+        r.per_op = {op: OpStats() for op in OPERATORS}
+        return {(c.file, c.qualname, c.mutant.op) for c in scan(repo, GenerateConfig(**kw), r).candidates}
+
+    every = functions()
+    assert {f for f, _, _ in every} == {"shop/prices.py", "shop/_helpers.py"}
+    assert {q for f, q, _ in functions(files=["shop/_*.py"])} == {"_inner", "outer"}
+    assert {q for _, q, _ in functions(exclude_private=True)} == {"total", "discount", "clamp", "unused", "outer"}
+    assert {q for _, q, _ in functions(functions=["dis*", "clamp"])} == {"discount", "clamp"}
+    assert {op for _, _, op in functions(ops=["flip_comparison"])} == {"flip_comparison"}
+    with pytest.raises(GenerateError, match="--files 'nope/\\*' matches none"):
+        functions(files=["nope/*"])
+    with pytest.raises(GenerateError, match="--functions missing"):
+        functions(functions=["missing"])
+
+
+def test_a_failed_generation_leaves_nothing_behind(tmp_path):
+    repo = make_repo(tmp_path, TESTS + "\n\ndef test_broken():\n    assert add_all([1]) == 2\n")
+    out = tmp_path / "new-suite"
+    with pytest.raises(GenerateError, match="test_broken"):
+        generate(repo, "python -m pytest -q", out, max_tasks=2, workers=1, progress=False)
+    assert not out.exists()
+    with pytest.raises(GenerateError, match="matches none"):
+        generate(repo, "python -m pytest -q", out, workers=1, progress=False, files=["nope.py"])
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumes_to_the_suite_of_an_uninterrupted_one(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    repo = make_repo(tmp_path)
+    opts = {"max_tasks": 4, "seed": 5, "validate": False, "progress": False}
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+    code = (f"from fixrl.tasks.generate import generate\n"
+            f"generate({str(repo)!r}, 'python -m pytest -q', {str(killed)!r}, workers=1, **{opts!r})\n")
+    (tmp_path / "tmp").mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
+                            env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
+    journal = killed / "generate.journal.jsonl"
+
+    def candidates_journaled() -> int:
+        text = journal.read_text() if journal.exists() else ""
+        return sum('"id": "calc/' in line for line in text.splitlines())
+
+    deadline = time.monotonic() + 300
+    while candidates_journaled() < 3 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = candidates_journaled()
+    assert done_before >= 3 and not (killed / "tasks").exists()  # nothing of the suite was written
+
+    resumed = generate(repo, "python -m pytest -q", killed, workers=2, **opts)
+    fresh = generate(repo, "python -m pytest -q", whole, workers=2, **opts)
+    assert resumed.reused >= done_before
+    assert fresh.reused == 0
+    assert resumed.task_ids == fresh.task_ids and resumed.kept == fresh.kept
+    assert {op: vars(s) for op, s in resumed.per_op.items()} == {op: vars(s) for op, s in fresh.per_op.items()}
+
+    def files(root):
+        return {str(p.relative_to(root)): p.read_bytes() for sub in ("tasks", "checks")
+                for p in sorted((root / sub).rglob("*")) if p.is_file()}
+
+    assert files(killed) == files(whole) and files(whole)
+
+
+def test_coverage_map():
+    from fixrl.tasks.gen_coverage import CoverageMap, function_spans
+
+    record = {"files": ["pkg/m.py", "pkg/n.py"],
+              "tests": {"t::a": [[0, 3], [0, 12]], "t::b": [[0, 12]], "t::c": [[1, 1]], "t::p": [[1, 1]]},
+              "global": [[0, 20]], "spawned": ["t::p"], "lost": [], "durations": {"t::a": 0.5}}
+    m = CoverageMap.from_record(record)
+    assert m.covering("pkg/m.py", (1, 5)) == {"t::a", "t::p"}       # the process-starting test always
+    assert m.covering("pkg/m.py", (10, 14)) == {"t::a", "t::b", "t::p"}
+    assert m.covering("pkg/m.py", (18, 25)) is None                  # runs at import: the whole suite
+    assert m.covering("pkg/m.py", (30, 40)) == {"t::p"}              # no test calls it
+    assert CoverageMap.from_record({**record, "global_spawn": True}).covering("pkg/m.py", (1, 5)) is None
+    src = "import functools\n\n\n@functools.cache\ndef f(x):\n    return x\n\n\nclass C:\n    def m(self):\n        pass\n"
+    assert function_spans(src) == {"f": (4, 6), "C.m": (10, 11)}
+
+
+def test_journal_drops_a_torn_line_and_restarts_on_other_inputs(tmp_path):
+    from fixrl.tasks.gen_journal import Journal
+
+    path = tmp_path / "j.jsonl"
+    j = Journal(path, {"repo": "abc"})
+    j.put("x/sel", {"broken": ["t::a"]})
+    j.close()
+    with open(path, "a") as f:
+        f.write('{"kind": "record", "id": "y/se')  # killed mid-line
+    j = Journal(path, {"repo": "abc"})
+    assert j.reused == 1 and j.get("x/sel")["broken"] == ["t::a"] and j.get("y/sel") is None
+    j.put("y/sel", {"broken": []})
+    j.close()
+    assert Journal(path, {"repo": "abc"}).get("y/sel") == {"broken": [], "kind": "record", "id": "y/sel"}
+    other = Journal(path, {"repo": "changed"})
+    assert other.reused == 0 and other.restarted and other.get("x/sel") is None
+
+
+def test_eta():
+    from fixrl.tasks.gen_progress import Counts, eta_seconds, status_line
+
+    assert eta_seconds(Counts(total=100, done=10, tested=10, kept=5, target=15), 1.0) == 20.0
+    assert eta_seconds(Counts(total=100, done=10, tested=10, kept=0, target=15), 1.0) is None
+    assert eta_seconds(Counts(total=100, done=40), 2.0) == 30.0
+    assert eta_seconds(Counts(total=100, done=40, tested=40, kept=15, target=15), 2.0) == 0.0
+    line = status_line(Counts(total=100, done=10, tested=8, kept=5, skipped=2, target=15), 12.0, 150)
+    assert line == "candidates 10/100 decided: 8 tested, 5 kept (target 15), 2 skipped; 12.0/min, about 2 min left"

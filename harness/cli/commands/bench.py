@@ -1,4 +1,4 @@
-"""fixrl bench sandbox | rollout | logprobs | grpo-step | gpu: speed and memory as ratios against a
+"""fixrl bench sandbox | rollout | logprobs | grpo-step | gpu | generate: speed and memory as ratios against a
 baseline measured in the same run (these machines are shared and noisy), and the prepared GPU check."""
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ BENCHES = {
     "logprobs": ("fixrl.train.bench_logprobs", "peak memory and time of reply log-probs against naive paths"),
     "grpo-step": ("fixrl.train.bench_grpo", "one whole GRPO update at Qwen2.5 sizes on the CPU, and the memory model"),
     "gpu": ("fixrl.train.bench_gpu", "the T4 check: fp16 GRPO updates at 0.5B/1.5B/3B under a 15 GB cap (CUDA)"),
+    "generate": ("fixrl.tasks.gen_bench", "generator candidates/min: covering tests against the whole suite"),
 }
 
 

@@ -13,6 +13,7 @@ from fixrl.harness.cli import UserError
 from fixrl.tasks.generate import generate as generate_tasks
 from fixrl.tasks.generate import print_report
 from fixrl.tasks.loader import TaskError, find_suite_dir, load_suite_config, load_tasks
+from fixrl.tasks.mutate import OPERATORS
 from fixrl.tasks.scaffold import new_task
 from fixrl.tasks.schema import Suite
 from fixrl.tasks.swebench import export_suite, import_instances
@@ -77,7 +78,23 @@ def register(sub) -> None:
     g.add_argument("--heldout-frac", type=_fraction, default=0.25,
                    help="share of functions whose tasks go to the heldout split")
     g.add_argument("-j", "--workers", type=_positive_int, default=None,
-                   help="sandboxes testing mutants in parallel (default: from the CPU count)")
+                   help="sandboxes testing mutants in parallel (default: the CPU count)")
+    g.add_argument("--files", nargs="+", default=None, metavar="GLOB",
+                   help="only functions of these files (globs relative to --repo: 'pkg/*.py'; 'pkg/' for a folder)")
+    g.add_argument("--functions", nargs="+", default=None, metavar="NAME",
+                   help="only these functions (name, Class.method, or a glob such as 'parse*')")
+    g.add_argument("--operators", nargs="+", default=None, metavar="OP", choices=list(OPERATORS),
+                   help=f"only these mutation operators: {', '.join(OPERATORS)}")
+    g.add_argument("--exclude-private", action="store_true",
+                   help="leave out functions and methods whose name (or class) starts with '_'")
+    g.add_argument("--max-per-function", type=_positive_int, default=2, metavar="K",
+                   help="at most K tasks per function (default: 2)")
+    g.add_argument("--no-select", dest="select", action="store_false",
+                   help="run the whole test suite for every candidate instead of the tests that cover its function")
+    g.add_argument("--ray", default=None, metavar="auto|ADDRESS",
+                   help="test candidates on a Ray cluster's workers (pip install 'fixrl[ray]')")
+    g.add_argument("--progress-every", type=float, default=30.0, metavar="SECONDS",
+                   help="seconds between progress lines when stderr is not a terminal (default: 30)")
     g.add_argument("--json", action="store_true", help="print the yield report as JSON")
     g.set_defaults(func=generate)
 
@@ -170,9 +187,19 @@ def new(args) -> int:
 # ---------------------------------------------------------------- generate
 
 def generate(args) -> int:
-    report = generate_tasks(Path(args.repo), args.test_cmd, Path(args.out), max_tasks=args.max, seed=args.seed,
-                            backend=args.backend, heldout_frac=args.heldout_frac, workers=args.workers,
-                            progress=not args.json)
+    options = dict(max_tasks=args.max, seed=args.seed, backend=args.backend, heldout_frac=args.heldout_frac,
+                   workers=args.workers, ops=args.operators, files=args.files, functions=args.functions,
+                   exclude_private=args.exclude_private, max_per_function=args.max_per_function,
+                   select=args.select, progress=True, progress_every=args.progress_every)
+    if args.progress_every <= 0:
+        raise UserError(f"--progress-every {args.progress_every}: must be a number of seconds > 0")
+    if args.ray is None:
+        report = generate_tasks(Path(args.repo), args.test_cmd, Path(args.out), **options)
+    else:
+        from fixrl.harness.agent.ray_map import RayRunner  # noqa: PLC0415 - Ray only for --ray
+
+        with RayRunner(args.ray, backend=args.backend) as runner:
+            report = generate_tasks(Path(args.repo), args.test_cmd, Path(args.out), runner=runner, **options)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:

@@ -41,3 +41,30 @@ def test_validation_on_the_workers_equals_one_process(ray_cluster):
     assert [r.ok for r in on_cluster] == [True, True, True, True, False]
     assert sorted(seen) == sorted(t.id for t in chosen)
     assert sum(s["episodes"] for s in stats.values()) == len(chosen) and len(stats) == 2
+
+
+@pytest.mark.slow
+def test_generation_on_the_cluster_equals_one_process(ray_cluster, tmp_path):
+    """`fixrl tasks generate --ray`: every test run of the generator on the workers (each in its
+    node's copy of the workspace); the suite is the one a single process makes."""
+    from genkit import make_shop_repo
+
+    from fixrl.harness.agent.ray_map import RayRunner
+    from fixrl.tasks.generate import generate
+
+    repo = make_shop_repo(tmp_path)
+    opts = {"seed": 2, "validate": False, "progress": False, "max_per_function": 2}
+    with RayRunner(ray_cluster.address) as runner:
+        assert runner.width == 6
+        on_cluster = generate(repo, "python -m pytest -q", tmp_path / "cluster", runner=runner, **opts)
+        stats = runner.workers.stats()
+    local = generate(repo, "python -m pytest -q", tmp_path / "local", workers=2, **opts)
+
+    def files(root):
+        return {str(p.relative_to(root)): p.read_bytes() for sub in ("tasks", "checks")
+                for p in sorted((root / sub).rglob("*")) if p.is_file()}
+
+    assert on_cluster.task_ids == local.task_ids and on_cluster.valid >= 3
+    assert files(tmp_path / "cluster") == files(tmp_path / "local")
+    assert {op: vars(s) for op, s in on_cluster.per_op.items()} == {op: vars(s) for op, s in local.per_op.items()}
+    assert len(stats) == 2 and all(s["episodes"] > 0 for s in stats.values())  # both nodes ran some
