@@ -66,7 +66,7 @@ from fixrl.tasks.gen_exec import GEN_DIR, PLUGIN, JobResult, LocalRunner, Runner
 from fixrl.tasks.gen_journal import JOURNAL_NAME, Journal, tree_hash
 from fixrl.tasks.gen_progress import GenProgress
 from fixrl.tasks.gen_search import TESTED, Candidate, Search, SearchSettings, run_record, run_status
-from fixrl.tasks.issue_text import Failure, Target, issue_for, parse_test_file
+from fixrl.tasks.issue_text import Failure, Target, capture_source, issue_for, parse_test_file
 from fixrl.tasks.loader import load_suite_config, load_task
 from fixrl.tasks.mutate import OPERATORS, FunctionInfo, list_functions, mutants
 from fixrl.tasks.pytest_command import parse_pytest_command
@@ -94,7 +94,7 @@ class GenerateError(ValueError):
 # ---------------------------------------------------------------------------------------------
 # The pytest plugin that reports each test's outcome and failure as JSON (pytest >= 7)
 
-PLUGIN_SOURCE = r''' + capture_source()
+PLUGIN_SOURCE = r'''
 """fixrl generator: per-test outcomes and failures as JSON (written at session end)."""
 import json
 import os
@@ -149,7 +149,7 @@ def pytest_collectreport(report):
 def pytest_sessionfinish(session, exitstatus):
     with open(os.environ["FIXRL_GEN_REPORT"], "w") as f:
         json.dump({"tests": _tests, "collect_errors": _collect_errors, "exitstatus": int(exitstatus)}, f)
-'''
+''' + capture_source()
 
 
 # ---------------------------------------------------------------------------------------------
