@@ -96,6 +96,46 @@ def test_interrupted_run_releases_every_sandbox(ray_cluster, gym):
     assert not any(left.values()), left
 
 
+def test_rollouts_opened_inside_others_share_their_workers(ray_cluster, gym):
+    """The demo holds rollouts for its evaluations while its GRPO stage opens its own: the inner
+    ones use the same workers (a second set would wait for the slots the first holds, then fail),
+    closing them leaves the outer ones serving, and asking for another backend meanwhile is a
+    clear error, not a wait."""
+    task = gym.get(_heldout_ids(gym)[0])
+    policy = ScriptedPolicy("oracle")
+    with RayRollouts(gym, EnvConfig(), SandboxConfig(ray=ray_cluster.address)) as outer:
+        with open_rollouts(gym, EnvConfig(rename=True), SandboxConfig(ray="auto", ray_retries=1)) as inner:
+            assert inner.pool is outer.pool
+            assert [t.reward for t in inner.run(policy, [task], 2, seed=0)] == [1.0, 1.0]
+        assert [t.reward for t in outer.run(policy, [task], 2, seed=0)] == [1.0, 1.0]
+        with pytest.raises(ClusterError, match="another backend|backend docker"):
+            RayRollouts(gym, EnvConfig(), SandboxConfig(ray=ray_cluster.address, backend="docker"))
+        with pytest.raises(ClusterError, match="one cluster at a time"):
+            RayRollouts(gym, EnvConfig(), SandboxConfig(ray="127.0.0.1:1"))
+        assert all(s["lost"] is None for s in outer.stats().values())
+    left = wait_clean(ray_cluster.root, [], docker=False)
+    assert not any(left.values()), left
+    with RayRollouts(gym, EnvConfig(), SandboxConfig(ray=ray_cluster.address)) as again:   # a fresh pool
+        assert again.pool is not outer.pool and [t.reward for t in again.run(policy, [task], 1)] == [1.0]
+
+
+def test_the_bench_measures_the_cluster(ray_cluster, capsys):
+    """`fixrl bench rollout --ray ADDRESS` on one node: latencies, both arms' episodes all
+    passing, and a projection with positive figures."""
+    assert main(["bench", "rollout", "--ray", ray_cluster.address, "--nodes", "1", "--episodes", "4",
+                 "--calls", "20", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert set(r["tool_call"]) == {"read", "no-op"}
+    assert all(r["tool_call"][k][s]["calls"] == 20 for k in ("read", "no-op") for s in ("local", "ray"))
+    (arm,) = r["episodes"]
+    for side in ("local", "ray"):
+        assert arm[side]["episodes"] == arm[side]["passed"] == 4 and arm[side]["errors"] == 0
+        assert arm[side]["start_seconds_per_episode"] > 0
+    p = r["projection"]
+    assert p["driver_cpu_per_episode_steady_ms"] > 0 and p["driver_cpu_per_new_task_ms"] > 0
+    assert p["check_10s"]["slots_one_driver_keeps_busy"] > p["gym"]["slots_one_driver_keeps_busy"] > 0
+
+
 def test_a_cluster_that_cannot_serve_is_a_clear_error(ray_cluster, monkeypatch, capsys):
     assert main(["eval", "--policy", "oracle", "--suite", str(GYM_SUITE), "-n", "1", "-k", "1",
                  "--no-progress", "--ray", "127.0.0.1:1"]) == 2
