@@ -18,6 +18,7 @@ from raykit import comparable, containers, owner_records, wait_clean
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.envs.scripted import oracle_plan
+from fixrl.harness.agent import ray_pool
 from fixrl.harness.agent.local import LocalRollouts
 from fixrl.harness.agent.policies.scripted import ScriptedPolicy
 from fixrl.harness.agent.ray_rollouts import RayRollouts
@@ -194,4 +195,28 @@ def test_a_replay_that_sees_something_else_ends_as_error(ray_cluster, tmp_path):
     assert first.info.hidden_pass is None
     assert second.info.outcome == "pass" and second.reward == 1.0
     left = wait_clean(ray_cluster.root, [], docker=False)
+    assert not any(left.values()), left
+
+
+def test_when_no_node_is_left_the_episodes_end_as_error(ray_cluster, gym, monkeypatch):
+    """A run on one node whose every process is SIGKILLed mid-episode, no other node to move to:
+    after the grace for a node to join, each episode ends as `error` (no reward, no verdict),
+    none is lost or scored as a failed attempt, and the node is left clean by its reaper."""
+    monkeypatch.setattr(ray_pool, "JOIN_GRACE_SECONDS", 3.0)
+    chosen = gym.split("heldout")[:2]
+    node = ray_cluster.add_node(2)
+    try:
+        with RayRollouts(gym, EnvConfig(), SandboxConfig(ray=ray_cluster.address), nodes=[node.node_id]) as rollouts:
+            session = rollouts.pool.workers()[0].info.session
+            trajs = rollouts.run(_KillAtTurn(2, lambda: ray_cluster.kill_node(node)), chosen, 1, seed=0)
+            stats = rollouts.stats()
+    finally:
+        ray_cluster.kill_node(node)
+        ray_cluster.wait_gone(node)
+    assert [t.task_id for t in trajs] == [t.id for t in chosen]
+    assert stats[node.node_id]["lost"] and stats[node.node_id]["episodes"] == 0
+    for t in trajs:
+        assert t.errored and t.reward == 0.0 and t.info.hidden_pass is None
+        assert "no worker node is alive" in t.info.error, t.info.error
+    left = wait_clean(node.root, [session], docker=False)
     assert not any(left.values()), left
