@@ -32,7 +32,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fixrl.harness.agent.envside import ClusterError
-from fixrl.harness.agent.ray_worker import EnvWorker, WorkerInfo, WorkerSpec, pack_tree, portable, sweep_node
+from fixrl.harness.agent.ray_worker import (
+    EnvWorker,
+    WorkerInfo,
+    WorkerSpec,
+    code_digest,
+    pack_tree,
+    portable,
+    sweep_node,
+)
 from fixrl.sandbox import SandboxConfig, SandboxError
 from fixrl.tasks import GitRepo, Task
 from fixrl.tasks.loader import repo_path
@@ -191,7 +199,9 @@ class WorkerPool:
         self.refresh(force=True)
         self.wait_started(start_seconds)
         if not any(w.ready for w in self._workers.values()):
-            raise ClusterError(self._none_message())
+            message = self._none_message()
+            self.close()   # workers still starting would hold their nodes' slots
+            raise ClusterError(message)
 
     @classmethod
     def shared(cls, sandbox: SandboxConfig) -> WorkerPool:
@@ -254,7 +264,7 @@ class WorkerPool:
 
         pool_size = 2 * slots
         spec = WorkerSpec(run=self.run, slots=slots, pool_size=pool_size, backend=self.sandbox.backend,
-                          image=self.sandbox.image)
+                          image=self.sandbox.image, code=code_digest())
         actor = self._actor_class.options(
             num_cpus=0, resources={RESOURCE: slots}, max_concurrency=2 * pool_size + 16, max_restarts=0,
             max_task_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),

@@ -14,6 +14,7 @@ from raykit import comparable, left_behind, wait_clean
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.evals.run import EvalResult, load_trajectories_gz
+from fixrl.harness.agent import ray_pool
 from fixrl.harness.agent.envside import ClusterError
 from fixrl.harness.agent.local import LocalRollouts
 from fixrl.harness.agent.policies.scripted import ScriptedPolicy
@@ -148,6 +149,16 @@ def test_a_cluster_that_cannot_serve_is_a_clear_error(ray_cluster, monkeypatch, 
     monkeypatch.setitem(sys.modules, "ray", None)   # as on a machine without the extra
     with pytest.raises(ClusterError, match=r"pip install 'fixrl\[ray\]'"):
         open_rollouts(None, None, SandboxConfig(ray=ray_cluster.address))
+
+
+def test_a_node_with_other_fixrl_code_gets_no_episode(ray_cluster, monkeypatch):
+    """A node that runs other fixrl code than the driver (another version, an edited checkout)
+    could judge the same fix differently: its worker refuses to start and says why."""
+    monkeypatch.setattr(ray_pool, "code_digest", lambda: "fixrl 0.0.1 (0123456789ab)")
+    with pytest.raises(ClusterError, match=r"runs fixrl \S+ \(\w+\), the driver fixrl 0.0.1 .*same fixrl on every node"):
+        WorkerPool(SandboxConfig(ray=ray_cluster.address))
+    left = wait_clean(ray_cluster.root, [], docker=False)
+    assert not any(left.values()), left
 
 
 def test_a_node_that_cannot_serve_is_left_out_and_named(ray_cluster, gym):
