@@ -76,7 +76,8 @@ class RayRollouts:
         return self.pool.stats()
 
     def close(self) -> None:
-        if self._owns_pool:
+        if self._owns_pool:   # once: the pool counts its users
+            self._owns_pool = False
             self.pool.close()
 
     def __enter__(self) -> Self:

@@ -107,20 +107,19 @@ class _StopAtTurn(ScriptedPolicy):
 
 def test_a_hung_worker_is_cut_off_by_its_deadline(ray_cluster, gym):
     """A worker stopped (SIGSTOP) before its episodes' `test` calls: each call waits no longer
-    than its deadline (the test timeout, 4 s, plus a 2 s margin), the worker is killed, and its
-    episodes finish on the other node exactly as they would have."""
+    than its deadline (the test timeout, 10 s, plus a 2 s margin), the worker is killed, and its
+    episodes finish on the other node exactly as they would have. (10 s: the suite's tests, run
+    under bubblewrap on a machine other jobs load, must not time out in one run and not the other.)"""
     chosen = gym.split("heldout")[:2]
-    env = EnvConfig(rename=True, tool_timeouts={"test": 4.0})
+    env = EnvConfig(rename=True, tool_timeouts={"test": 10.0})
     with RayRollouts(gym, env, SandboxConfig(ray=ray_cluster.address, ray_call_margin=2.0)) as rollouts:
         victim = rollouts.pool.workers()[0]
         policy = _StopAtTurn(3, lambda: victim.info.pid)  # the oracle: read, edit, test, submit
-        t0 = time.monotonic()
         on_ray = rollouts.run(policy, chosen, 2, seed=0)
-        seconds = time.monotonic() - t0
         stats = rollouts.stats()
-    assert policy.stopped == victim.info.pid and stats[victim.node]["lost"].startswith("`step` did not answer")
+    # cut off at the `test` call's own deadline (10 + 2 s), not a default one, nor never
+    assert policy.stopped == victim.info.pid and stats[victim.node]["lost"] == "`step` did not answer within 12 s"
     assert not any(t.errored for t in on_ray) and all(t.reward == 1.0 for t in on_ray)
-    assert seconds < 120, seconds  # not the 60 s default test timeout per call, nor a hang
     _assert_same_or_error(on_ray, _local(gym, chosen, 2, env, ScriptedPolicy("oracle")))
     left = wait_clean(ray_cluster.root, [victim.info.session], docker=False)
     assert not any(left.values()), left

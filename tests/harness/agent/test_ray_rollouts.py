@@ -93,7 +93,10 @@ def test_interrupted_run_releases_every_sandbox(ray_cluster, gym):
             RayRollouts(gym, EnvConfig(rename=True), SandboxConfig(ray=ray_cluster.address)) as rollouts:
         rollouts.run(ScriptedPolicy("oracle"), chosen, 3, seed=0, progress=interrupt)
     assert len(seen) == 1
-    left = left_behind(ray_cluster.root, [], docker=False)   # closing waited for the workers
+    left = left_behind(ray_cluster.root, [], docker=False)
+    assert left["dirs"] == [], left   # closing waited for the workers to release everything
+    # their reapers see the directories gone and end within a poll or two
+    left = wait_clean(ray_cluster.root, [], docker=False)
     assert not any(left.values()), left
 
 
@@ -108,6 +111,7 @@ def test_rollouts_opened_inside_others_share_their_workers(ray_cluster, gym):
         with open_rollouts(gym, EnvConfig(rename=True), SandboxConfig(ray="auto", ray_retries=1)) as inner:
             assert inner.pool is outer.pool
             assert [t.reward for t in inner.run(policy, [task], 2, seed=0)] == [1.0, 1.0]
+        inner.close()   # a second close releases nothing more
         assert [t.reward for t in outer.run(policy, [task], 2, seed=0)] == [1.0, 1.0]
         with pytest.raises(ClusterError, match="another backend|backend docker"):
             RayRollouts(gym, EnvConfig(), SandboxConfig(ray=ray_cluster.address, backend="docker"))
