@@ -132,7 +132,7 @@ class LocalCluster:
                   f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}",
                   "--disable-usage-stats"]
         res = subprocess.run([self._ray, "start", *args, *common], check=False, env=env, capture_output=True, text=True,
-                             timeout=180)
+                             timeout=300)
         if res.returncode != 0:
             raise LocalClusterError(f"ray start {' '.join(args)} failed ({res.returncode}):\n"
                                     f"{(res.stdout + res.stderr)[-3000:]}")

@@ -136,8 +136,9 @@ def test_the_bench_measures_the_cluster(ray_cluster, capsys):
     for side in ("local", "ray"):
         assert arm[side]["episodes"] == arm[side]["passed"] == 4 and arm[side]["errors"] == 0
         assert arm[side]["start_seconds_per_episode"] > 0
+    assert arm["ray"]["again"]["driver_cpu_s"] > 0   # the widest arm, done again for the steady cost
     p = r["projection"]
-    assert p["driver_cpu_per_episode_steady_ms"] > 0 and p["driver_cpu_per_new_task_ms"] > 0
+    assert p["driver_cpu_per_episode_steady_ms"] > 0 and p["driver_cpu_per_new_task_ms"] >= 0
     assert p["check_10s"]["slots_one_driver_keeps_busy"] > p["gym"]["slots_one_driver_keeps_busy"] > 0
 
 
