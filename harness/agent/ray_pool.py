@@ -199,6 +199,9 @@ class WorkerPool:
         self.refresh(force=True)
         self.wait_started(start_seconds)
         if not any(w.ready for w in self._workers.values()):
+            for w in self._workers.values():
+                if w.hello is not None and w.dead is None:
+                    self._not_started(w)
             message = self._none_message()
             self.close()   # workers still starting would hold their nodes' slots
             raise ClusterError(message)
@@ -294,8 +297,12 @@ class WorkerPool:
                     w.dead = "could not start"
                     log.warning("no worker on node %s: %s", w.node[:8], self._failed[w.node])
             elif time.monotonic() - since > self.start_seconds:
-                self._failed[w.node] = f"did not start within {self.start_seconds:.0f} s"
-                self._lose(w, self._failed[w.node])
+                self._not_started(w)
+
+    def _not_started(self, w: WorkerHandle) -> None:
+        self._failed[w.node] = f"did not start within {self.start_seconds:.0f} s (its {RESOURCE} slots held by " \
+                               "another job?)"
+        self._lose(w, self._failed[w.node])
 
     def wait_started(self, timeout: float) -> None:
         """Wait until every worker being started has started or failed (at most `timeout` s)."""

@@ -102,9 +102,9 @@ def test_interrupted_run_releases_every_sandbox(ray_cluster, gym):
 
 def test_rollouts_opened_inside_others_share_their_workers(ray_cluster, gym):
     """The demo holds rollouts for its evaluations while its GRPO stage opens its own: the inner
-    ones use the same workers (a second set would wait for the slots the first holds, then fail),
-    closing them leaves the outer ones serving, and asking for another backend meanwhile is a
-    clear error, not a wait."""
+    ones use the same workers (a second set waits for the slots the first holds, then fails, as
+    another job's would), closing them leaves the outer ones serving, and asking for another
+    backend meanwhile is a clear error, not a wait."""
     task = gym.get(_heldout_ids(gym)[0])
     policy = ScriptedPolicy("oracle")
     with RayRollouts(gym, EnvConfig(), SandboxConfig(ray=ray_cluster.address)) as outer:
@@ -112,6 +112,9 @@ def test_rollouts_opened_inside_others_share_their_workers(ray_cluster, gym):
             assert inner.pool is outer.pool
             assert [t.reward for t in inner.run(policy, [task], 2, seed=0)] == [1.0, 1.0]
         inner.close()   # a second close releases nothing more
+        # workers of their own (another job's, as it were) find every node's slots taken
+        with pytest.raises(ClusterError, match="held by another job"):
+            WorkerPool(SandboxConfig(ray=ray_cluster.address), start_seconds=5.0)
         assert [t.reward for t in outer.run(policy, [task], 2, seed=0)] == [1.0, 1.0]
         with pytest.raises(ClusterError, match="another backend|backend docker"):
             RayRollouts(gym, EnvConfig(), SandboxConfig(ray=ray_cluster.address, backend="docker"))
