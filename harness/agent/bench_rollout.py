@@ -58,7 +58,7 @@ class Config:
     seed: int = 0
     """Seed of both arms' episodes."""
     repeats: int = 3
-    """Runs of each arm, interleaved; each arm's fastest is reported."""
+    """Runs of each arm, interleaved; each arm's fastest is reported (not with --ray: run it again)."""
     ray: str | None = None
     """Measure the environment side on a Ray cluster instead (bench_ray: scripted episodes on the gym
     suite): `local` (`ray start` processes on this machine, torn down after), `auto` or HOST:PORT."""

@@ -17,6 +17,7 @@ import functools
 import logging
 import tempfile
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
@@ -91,6 +92,7 @@ class LocalEnvSide:
         return env
 
     def _start(self, key: int, task: Task, seed: int) -> Started:
+        t0 = time.monotonic()
         live = _Live(ExitStack())
         with self._lock:
             self._live[key] = live
@@ -99,6 +101,9 @@ class LocalEnvSide:
         checks = functools.partial(self._checks, image=task.image) if self._checks is not None else None
         live.env = ToolEnv(task, sb, self.env_config, suite=self.suite, seed=seed, check_sandbox=checks)
         messages, tools = live.env.reset()
+        # A sandbox from the pool, the buggy tree in it, setup and renaming: the time an episode
+        # holds its sandbox before the first tool call (`info.seconds` has tools and check too).
+        live.env.info.seconds["start"] = time.monotonic() - t0
         return Started(messages, tools, live.env)
 
     def _finish(self, key: int, status: str | None) -> tuple[float, EpisodeInfo]:

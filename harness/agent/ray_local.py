@@ -121,7 +121,8 @@ class LocalCluster:
         self._started = False
 
     def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **(extra or {})}
+        # A node may take its time to register on a loaded machine (Ray's own limit is 30 s).
+        env = {"RAY_raylet_start_wait_time_s": "180", **os.environ, "RAY_USAGE_STATS_ENABLED": "0", **(extra or {})}
         env.pop("RAY_ADDRESS", None)
         return env
 
@@ -131,7 +132,7 @@ class LocalCluster:
                   f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}",
                   "--disable-usage-stats"]
         res = subprocess.run([self._ray, "start", *args, *common], check=False, env=env, capture_output=True, text=True,
-                             timeout=180)
+                             timeout=300)
         if res.returncode != 0:
             raise LocalClusterError(f"ray start {' '.join(args)} failed ({res.returncode}):\n"
                                     f"{(res.stdout + res.stderr)[-3000:]}")

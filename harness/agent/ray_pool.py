@@ -2,6 +2,9 @@
 
 One `EnvWorker` actor per node that offers `fixrl_sandbox` slots, placed on that node and
 holding all of its slots (so one run's worker owns a node's sandboxes; a second driver's waits).
+Within one process the pool is shared (`WorkerPool.shared`): a job that opens rollouts while it
+holds others (the demo's GRPO stage inside its evaluations) uses the same workers, where a second
+set of workers would wait for slots the first holds.
 The pool finds nodes as they join (`refresh`, every couple of seconds while a run asks for
 capacity), forgets nodes that die, and counts the episodes it has placed on each worker
 (`acquire` / `release`): new episodes go to the least loaded worker within its slots; an
@@ -29,7 +32,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fixrl.harness.agent.envside import ClusterError
-from fixrl.harness.agent.ray_worker import EnvWorker, WorkerInfo, WorkerSpec, pack_tree, portable, sweep_node
+from fixrl.harness.agent.ray_worker import (
+    EnvWorker,
+    WorkerInfo,
+    WorkerSpec,
+    code_digest,
+    pack_tree,
+    portable,
+    sweep_node,
+)
 from fixrl.sandbox import SandboxConfig, SandboxError
 from fixrl.tasks import GitRepo, Task
 from fixrl.tasks.loader import repo_path
@@ -45,6 +56,10 @@ REFRESH_SECONDS = 2.0
 JOIN_GRACE_SECONDS = 60.0
 """Seconds an episode waits for a worker when none is alive before it ends as `error`."""
 SHUTDOWN_SECONDS = 60.0
+
+_SHARED: list[WorkerPool] = []
+"""The process's open shared pool (at most one: a process drives one cluster)."""
+_SHARED_LOCK = threading.Lock()
 
 
 class WorkerLost(Exception):
@@ -75,8 +90,7 @@ def connect(address: str) -> Any:
     """Ray, connected to the cluster at `address` ("auto" or HOST:PORT); ClusterError if it cannot be."""
     ray = import_ray()
     if ray.is_initialized():
-        current = ray.get_runtime_context().gcs_address
-        if address == "auto" or address.removeprefix("ray://") == current:
+        if _same_cluster(address, ray.get_runtime_context().gcs_address):
             return ray
         ray.shutdown()
     if address != "auto":
@@ -179,11 +193,44 @@ class WorkerPool:
         self._trees: dict[tuple[str, str | None], tuple[str, Any]] = {}
         self._tokens: dict[int, tuple[Task, str, str, Task]] = {}
         self._closed = False
+        self._users = 1
+        self._shared = False
         self._actor_class = self.ray.remote(EnvWorker)
         self.refresh(force=True)
         self.wait_started(start_seconds)
         if not any(w.ready for w in self._workers.values()):
-            raise ClusterError(self._none_message())
+            for w in self._workers.values():
+                if w.hello is not None and w.dead is None:
+                    self._not_started(w)
+            message = self._none_message()
+            self.close()   # workers still starting would hold their nodes' slots
+            raise ClusterError(message)
+
+    @classmethod
+    def shared(cls, sandbox: SandboxConfig) -> WorkerPool:
+        """This process's pool on the cluster `sandbox.ray` names, opened on first use and closed
+        when its last user closes it. A process drives one cluster at a time, with one backend and
+        image: ClusterError for another (its workers would wait for slots this one holds)."""
+        sandbox.validate()
+        assert sandbox.ray is not None
+        with _SHARED_LOCK:
+            if not _SHARED:
+                pool = cls(sandbox)
+                pool._shared = True
+                _SHARED.append(pool)
+                return pool
+            pool = _SHARED[0]
+            address = pool.ray.get_runtime_context().gcs_address
+            backend, image = pool.sandbox.backend, pool.sandbox.image
+            if not _same_cluster(sandbox.ray, address):
+                raise ClusterError(f"--ray {sandbox.ray}: this process already drives the cluster at {address}; "
+                                   "one process drives one cluster at a time")
+            if (backend, image) != (sandbox.backend, sandbox.image):
+                raise ClusterError(f"--ray {sandbox.ray}: this process already runs workers on the cluster with "
+                                   f"backend {backend} and image {image}; it cannot start others with backend "
+                                   f"{sandbox.backend} and image {sandbox.image} while it holds their slots")
+            pool._users += 1
+            return pool
 
     # ---- membership
 
@@ -220,7 +267,7 @@ class WorkerPool:
 
         pool_size = 2 * slots
         spec = WorkerSpec(run=self.run, slots=slots, pool_size=pool_size, backend=self.sandbox.backend,
-                          image=self.sandbox.image)
+                          image=self.sandbox.image, code=code_digest())
         actor = self._actor_class.options(
             num_cpus=0, resources={RESOURCE: slots}, max_concurrency=2 * pool_size + 16, max_restarts=0,
             max_task_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
@@ -250,8 +297,12 @@ class WorkerPool:
                     w.dead = "could not start"
                     log.warning("no worker on node %s: %s", w.node[:8], self._failed[w.node])
             elif time.monotonic() - since > self.start_seconds:
-                self._failed[w.node] = f"did not start within {self.start_seconds:.0f} s"
-                self._lose(w, self._failed[w.node])
+                self._not_started(w)
+
+    def _not_started(self, w: WorkerHandle) -> None:
+        self._failed[w.node] = f"did not start within {self.start_seconds:.0f} s (its {RESOURCE} slots held by " \
+                               "another job?)"
+        self._lose(w, self._failed[w.node])
 
     def wait_started(self, timeout: float) -> None:
         """Wait until every worker being started has started or failed (at most `timeout` s)."""
@@ -360,11 +411,15 @@ class WorkerPool:
                 for w in self.workers()}
 
     def close(self) -> None:
-        """Shut every worker down, kill it, and sweep every live node for what the run left."""
-        with self._lock:
-            if self._closed:
+        """Shut every worker down, kill it, and sweep every live node for what the run left (a
+        shared pool: when its last user closes it)."""
+        with _SHARED_LOCK, self._lock:
+            self._users -= 1
+            if self._closed or self._users > 0:
                 return
             self._closed = True
+            if self._shared:
+                _SHARED.remove(self)
             workers = list(self._workers.values())
         ray = self.ray
         shutting = [(w, w.actor.shutdown.remote()) for w in workers if w.ready]
@@ -391,6 +446,33 @@ class WorkerPool:
             self.ray.get(refs, timeout=SHUTDOWN_SECONDS)
         except Exception as e:  # noqa: BLE001 - the nodes' reapers clean up after a failed sweep
             log.warning("sweeping the worker nodes failed: %s", e)
+
+
+def _same_cluster(address: str, current: str) -> bool:
+    """Whether `address` ("auto", HOST:PORT or ray://HOST:PORT) names the head at `current`
+    (IP:PORT, as Ray reports the connected cluster's): the same port on the same machine, a
+    loopback name and the machine's own address being the same machine."""
+    if address == "auto":
+        return True
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    cur_host, _, cur_port = current.rpartition(":")
+    if port != cur_port:
+        return False
+    try:
+        ips = {socket.gethostbyname(host), socket.gethostbyname(cur_host)}
+    except OSError:
+        return host == cur_host
+    return len(ips) == 1 or all(_local_ip(ip) for ip in ips)
+
+
+def _local_ip(ip: str) -> bool:
+    """Whether `ip` is an address of this machine (a socket can bind to it)."""
+    try:
+        with socket.socket() as s:
+            s.bind((ip, 0))
+    except OSError:
+        return False
+    return True
 
 
 def _tree_key(task: Task) -> tuple[str, str | None]:

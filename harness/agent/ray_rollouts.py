@@ -33,9 +33,10 @@ log = logging.getLogger(__name__)
 
 
 class RayRollouts:
-    """Episodes whose environments run on a Ray cluster; the workers are kept across `run` calls.
+    """Episodes whose environments run on a Ray cluster; the workers are kept across `run` calls
+    and shared by every RayRollouts this process holds open (`WorkerPool.shared`).
 
-    `nodes`: use only these node ids (a benchmark of 1, 2, 3 nodes of one cluster)."""
+    `nodes`: use only these node ids, with workers of its own (a benchmark of 1, 2, 3 nodes)."""
 
     def __init__(self, suite: Suite | None, env: EnvConfig | None = None, sandbox: SandboxConfig | None = None,
                  *, max_total_tokens: int | None = None, nodes: Sequence[str] | None = None,
@@ -45,7 +46,10 @@ class RayRollouts:
         self.sandbox = sandbox if sandbox is not None else SandboxConfig(ray="auto")
         self.max_total_tokens = max_total_tokens
         self._owns_pool = pool is None
-        self.pool = pool if pool is not None else WorkerPool(self.sandbox, nodes=nodes)
+        if pool is None:
+            # The process's workers on the cluster, shared with any other rollouts it holds open.
+            pool = WorkerPool.shared(self.sandbox) if nodes is None else WorkerPool(self.sandbox, nodes=nodes)
+        self.pool = pool
 
     @property
     def backend(self) -> str:
@@ -72,7 +76,8 @@ class RayRollouts:
         return self.pool.stats()
 
     def close(self) -> None:
-        if self._owns_pool:
+        if self._owns_pool:   # once: the pool counts its users
+            self._owns_pool = False
             self.pool.close()
 
     def __enter__(self) -> Self:

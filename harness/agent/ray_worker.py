@@ -24,8 +24,11 @@ what dead workers of earlier runs left on its node.
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
+import importlib.metadata
+import importlib.util
 import io
 import os
 import shutil
@@ -53,8 +56,26 @@ ROOT_ENV = "FIXRL_RAY_ROOT"
 BACKEND_ENV = "FIXRL_SANDBOX_BACKEND"
 
 
+CODE_PACKAGES = ("fixrl.sandbox", "fixrl.tasks", "fixrl.envs", "fixrl.harness.agent")
+"""The packages whose code runs an episode's environment on a worker (tools, checks, reward)."""
+
+
 class WorkerError(SandboxError):
-    """A worker could not start on its node (a bad backend setting, a missing Docker image)."""
+    """A worker could not start on its node (a bad backend setting, a missing Docker image,
+    other fixrl code than the driver's)."""
+
+
+@functools.cache
+def code_digest() -> str:
+    """The installed fixrl version and a digest of the source of CODE_PACKAGES: a node that runs
+    other code than the driver could judge the same fix differently, so it gets no episode."""
+    h = hashlib.sha256()
+    for name in CODE_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        for root in (spec.submodule_search_locations or []) if spec is not None else []:
+            for f in sorted(Path(root).rglob("*.py")):
+                h.update(f"{name}/{f.relative_to(root).as_posix()}".encode() + b"\0" + f.read_bytes() + b"\0")
+    return f"fixrl {importlib.metadata.version('fixrl')} ({h.hexdigest()[:12]})"
 
 
 @dataclass(frozen=True)
@@ -71,6 +92,8 @@ class WorkerSpec:
     """The run's sandbox backend; the node's FIXRL_SANDBOX_BACKEND wins."""
     image: str | None
     """The run's Docker image (None: each task's, else the base image)."""
+    code: str
+    """The driver's `code_digest()`; a worker whose own differs refuses to start."""
 
 
 @dataclass(frozen=True)
@@ -188,6 +211,9 @@ class EnvWorker:
     """One node's environment side (a Ray actor; every method may run on its own thread)."""
 
     def __init__(self, spec: WorkerSpec) -> None:
+        if code_digest() != spec.code:
+            raise WorkerError(f"node {socket.gethostname()} runs {code_digest()}, the driver {spec.code}: install "
+                              "the same fixrl on every node (and restart its `ray start`)")
         self.spec = spec
         self.root = node_root()
         self.backend = os.environ.get(BACKEND_ENV) or spec.backend

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -157,3 +158,36 @@ def test_sweep_cleans_only_dead_owners(tmp_path):
 def test_bad_cluster_settings_name_the_field(bad):
     with pytest.raises(SandboxConfigError, match=next(iter(bad))):
         SandboxConfig(**bad).validate()
+
+
+_NO_FLAG = r'''
+import sys, tempfile
+from fixrl.harness.cli import main
+from fixrl.tasks.suites import GYM_SUITE
+out = tempfile.mkdtemp()
+code = main(["eval", "--policy", "oracle", "--suite", str(GYM_SUITE), "-n", "1", "-k", "1", "--no-progress",
+             "--task", "gym-grade-wrong_arith", "--out", out])
+print(code, "ray" in sys.modules, [m for m in sys.modules if m.startswith("fixrl.harness.agent.ray_")])
+'''
+
+
+def test_without_the_flag_ray_is_not_imported():
+    """A run without --ray takes the single-process path and never imports Ray (nor the cluster
+    modules), whether or not the extra is installed."""
+    res = subprocess.run([sys.executable, "-c", _NO_FLAG], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == "0 False []"
+
+
+def test_an_address_names_the_connected_head_however_it_is_spelt():
+    """Ray reports the head it is connected to by the machine's address: a loopback or host name
+    of the same machine and port is the same cluster (no reconnection, the same workers); another
+    port or machine is not."""
+    from fixrl.harness.agent.ray_pool import _same_cluster
+
+    here = socket.gethostbyname(socket.gethostname())
+    assert _same_cluster("auto", "10.1.2.3:6379")
+    assert _same_cluster("127.0.0.1:6379", f"{here}:6379") and _same_cluster("localhost:6379", f"{here}:6379")
+    assert _same_cluster("ray://127.0.0.1:6379", "127.0.0.1:6379")
+    assert not _same_cluster("127.0.0.1:6380", f"{here}:6379")
+    assert not _same_cluster("203.0.113.7:6379", f"{here}:6379")   # TEST-NET-3: no machine here

@@ -14,6 +14,7 @@ from raykit import comparable, left_behind, wait_clean
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.evals.run import EvalResult, load_trajectories_gz
+from fixrl.harness.agent import ray_pool
 from fixrl.harness.agent.envside import ClusterError
 from fixrl.harness.agent.local import LocalRollouts
 from fixrl.harness.agent.policies.scripted import ScriptedPolicy
@@ -92,8 +93,56 @@ def test_interrupted_run_releases_every_sandbox(ray_cluster, gym):
             RayRollouts(gym, EnvConfig(rename=True), SandboxConfig(ray=ray_cluster.address)) as rollouts:
         rollouts.run(ScriptedPolicy("oracle"), chosen, 3, seed=0, progress=interrupt)
     assert len(seen) == 1
-    left = left_behind(ray_cluster.root, [], docker=False)   # closing waited for the workers
+    left = left_behind(ray_cluster.root, [], docker=False)
+    assert left["dirs"] == [], left   # closing waited for the workers to release everything
+    # their reapers see the directories gone and end within a poll or two
+    left = wait_clean(ray_cluster.root, [], docker=False)
     assert not any(left.values()), left
+
+
+def test_rollouts_opened_inside_others_share_their_workers(ray_cluster, gym):
+    """The demo holds rollouts for its evaluations while its GRPO stage opens its own: the inner
+    ones use the same workers (a second set waits for the slots the first holds, then fails, as
+    another job's would), closing them leaves the outer ones serving, and asking for another
+    backend meanwhile is a clear error, not a wait."""
+    task = gym.get(_heldout_ids(gym)[0])
+    policy = ScriptedPolicy("oracle")
+    with RayRollouts(gym, EnvConfig(), SandboxConfig(ray=ray_cluster.address)) as outer:
+        with open_rollouts(gym, EnvConfig(rename=True), SandboxConfig(ray="auto", ray_retries=1)) as inner:
+            assert inner.pool is outer.pool
+            assert [t.reward for t in inner.run(policy, [task], 2, seed=0)] == [1.0, 1.0]
+        inner.close()   # a second close releases nothing more
+        # workers of their own (another job's, as it were) find every node's slots taken
+        with pytest.raises(ClusterError, match="held by another job"):
+            WorkerPool(SandboxConfig(ray=ray_cluster.address), start_seconds=5.0)
+        assert [t.reward for t in outer.run(policy, [task], 2, seed=0)] == [1.0, 1.0]
+        with pytest.raises(ClusterError, match="another backend|backend docker"):
+            RayRollouts(gym, EnvConfig(), SandboxConfig(ray=ray_cluster.address, backend="docker"))
+        with pytest.raises(ClusterError, match="one cluster at a time"):
+            RayRollouts(gym, EnvConfig(), SandboxConfig(ray="127.0.0.1:1"))
+        assert all(s["lost"] is None for s in outer.stats().values())
+    left = wait_clean(ray_cluster.root, [], docker=False)
+    assert not any(left.values()), left
+    with RayRollouts(gym, EnvConfig(), SandboxConfig(ray=ray_cluster.address)) as again:   # a fresh pool
+        assert again.pool is not outer.pool and [t.reward for t in again.run(policy, [task], 1)] == [1.0]
+
+
+def test_the_bench_measures_the_cluster(ray_cluster, capsys):
+    """`fixrl bench rollout --ray ADDRESS` on one node: latencies, both arms' episodes all
+    passing, and a projection with positive figures."""
+    assert main(["bench", "rollout", "--ray", ray_cluster.address, "--nodes", "1", "--episodes", "4",
+                 "--calls", "20", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert set(r["tool_call"]) == {"read", "no-op"}
+    assert all(r["tool_call"][k][s]["calls"] == 20 for k in ("read", "no-op") for s in ("local", "ray"))
+    (arm,) = r["episodes"]
+    for side in ("local", "ray"):
+        assert arm[side]["episodes"] == arm[side]["passed"] == 4 and arm[side]["errors"] == 0
+        assert arm[side]["start_seconds_per_episode"] > 0
+    assert arm["ray"]["again"]["driver_cpu_s"] > 0   # the widest arm, done again for the steady cost
+    p = r["projection"]
+    assert p["driver_cpu_per_episode_steady_ms"] > 0 and p["driver_cpu_per_new_task_ms"] >= 0
+    assert p["check_10s"]["slots_one_driver_keeps_busy"] > p["gym"]["slots_one_driver_keeps_busy"] > 0
 
 
 def test_a_cluster_that_cannot_serve_is_a_clear_error(ray_cluster, monkeypatch, capsys):
@@ -108,6 +157,16 @@ def test_a_cluster_that_cannot_serve_is_a_clear_error(ray_cluster, monkeypatch, 
     monkeypatch.setitem(sys.modules, "ray", None)   # as on a machine without the extra
     with pytest.raises(ClusterError, match=r"pip install 'fixrl\[ray\]'"):
         open_rollouts(None, None, SandboxConfig(ray=ray_cluster.address))
+
+
+def test_a_node_with_other_fixrl_code_gets_no_episode(ray_cluster, monkeypatch):
+    """A node that runs other fixrl code than the driver (another version, an edited checkout)
+    could judge the same fix differently: its worker refuses to start and says why."""
+    monkeypatch.setattr(ray_pool, "code_digest", lambda: "fixrl 0.0.1 (0123456789ab)")
+    with pytest.raises(ClusterError, match=r"runs fixrl \S+ \(\w+\), the driver fixrl 0.0.1 .*same fixrl on every node"):
+        WorkerPool(SandboxConfig(ray=ray_cluster.address))
+    left = wait_clean(ray_cluster.root, [], docker=False)
+    assert not any(left.values()), left
 
 
 def test_a_node_that_cannot_serve_is_left_out_and_named(ray_cluster, gym):
