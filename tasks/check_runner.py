@@ -84,6 +84,7 @@ from __future__ import annotations
 import _imp
 import _signal
 import _thread
+import ast
 import builtins
 import hashlib
 import importlib
@@ -100,6 +101,7 @@ import time
 import traceback
 import unittest  # noqa: F401 - watched by the snapshot
 import unittest.case  # noqa: F401
+import weakref
 
 import _pytest
 import _pytest._argcomplete
@@ -475,12 +477,13 @@ def _guard_core(spec):
         root=spec["root"], workdir=spec["workdir"], changed=spec["changed"], hidden=spec["hidden"],
         hidden_names={p.rsplit("/", 1)[-1] for p in spec["hidden"]},
         fifo=spec["workdir"] + "/" + EVENTS_NAME, tainted={}, cache={}, thread_taint={}, busy=set(),
-        sealed={}, main=_thread.get_ident(), pid=os.getpid(), fifo_flags=os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC,
+        sealed={}, type_cache={}, main=_thread.get_ident(), pid=os.getpid(),
+        fifo_flags=os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC,
         getframe=sys._getframe, get_ident=_thread.get_ident, getcwd=os.getcwd, open=os.open, write=os.write,
         close=os.close, set_blocking=os.set_blocking, exit=os._exit, fsdecode=os.fsdecode, dumps=json.dumps,
         sinks=_sinks(), plugin_codes=_codes_of([_Plugin]), snapshot=None,
         start_thread=_thread.start_new_thread, signal=_signal.signal,
-        create_builtin=_imp.create_builtin, exec_builtin=_imp.exec_builtin,
+        create_builtin=_imp.create_builtin, exec_builtin=_imp.exec_builtin, finalize_init=weakref.finalize.__init__,
         import_direct=_codes_of(_import_direct()), import_via=_codes_of(_import_via()),
         import_call=_codes_of([importlib._bootstrap._call_with_frames_removed]),
         readers=_codes_of([importlib.import_module("_pytest.assertion.rewrite"),
@@ -554,6 +557,7 @@ def _taint_of(st, frame):
 def _taint(st, filename):
     st.tainted[filename] = frozenset()
     st.cache.clear()
+    st.type_cache.clear()
 
 
 def _short(st, path):
@@ -797,17 +801,19 @@ def _custom_rules(st):
             if fn is not None and _untrusted_cats(st, getattr(getattr(fn, "__code__", None), "co_filename", "")):
                 return "changed code set a trace or profile function for new threads"
         taint = _taint_of(st, frame)
+        run = function if taint is None else _tainted_call(st, function, taint)
+        box.append(st.start_thread(run, fargs, fkwargs if fkwargs is not None else {}))
+        return None
 
-        def bootstrap(*a, **k):
-            ident = st.get_ident()
-            if taint is not None:
-                st.thread_taint[ident] = taint
-            try:
-                return function(*a, **k)
-            finally:
-                st.thread_taint.pop(ident, None)
-
-        box.append(st.start_thread(bootstrap, fargs, fkwargs if fkwargs is not None else {}))
+    def finalize(args, frame):
+        # weakref.finalize(obj, func, *args): a callback that runs later, anywhere (the GC):
+        # registered by changed code, it runs as that code, like a thread it started.
+        instance, obj, func, fargs, fkwargs, box = args
+        taint = _taint_of(st, frame)
+        if taint is not None:
+            func = _tainted_call(st, func, taint)
+        st.finalize_init(instance, obj, func, *fargs, **fkwargs)
+        box.append(True)
         return None
 
     def set_signal(args, frame):
@@ -844,8 +850,42 @@ def _custom_rules(st):
             box.append(store.get(name))
         return None
 
-    return {"fixrl.thread": start_thread, "fixrl.signal": set_signal, "fixrl.sealed": sealed,
-            "fixrl.create_builtin": builtin(st.create_builtin), "fixrl.exec_builtin": builtin(st.exec_builtin)}
+    def compare(args, frame):
+        values, box = args
+        why = _odd_value(st, values)
+        if why:
+            return f"a test compared a value whose {why} comes from changed code"
+        box.append(True)
+        return None
+
+    return {"fixrl.thread": start_thread, "fixrl.signal": set_signal, "fixrl.finalize": finalize,
+            "fixrl.sealed": sealed, "fixrl.compare": compare, "fixrl.create_builtin": builtin(st.create_builtin),
+            "fixrl.exec_builtin": builtin(st.exec_builtin)}
+
+
+def _tainted_call(st, function, taint):
+    """`function`, run as changed code with `taint`'s allowances (in whatever thread and on
+    whatever stack it is called)."""
+    def tainted(*a, **k):
+        ident = st.get_ident()
+        before = st.thread_taint.get(ident)
+        st.thread_taint[ident] = taint if before is None else before & taint
+        try:
+            return function(*a, **k)
+        finally:
+            if before is None:
+                st.thread_taint.pop(ident, None)
+            else:
+                st.thread_taint[ident] = before
+    return tainted
+
+
+def _finalize_init(self, obj, func, /, *args, **kwargs):
+    """weakref.finalize.__init__ through the guard (see the "fixrl.finalize" rule)."""
+    box = []
+    sys.audit("fixrl.finalize", self, obj, func, args, kwargs, box)
+    if not box:
+        raise TypeError("cannot register a finalizer")
 
 
 def _start_new_thread(function, args, kwargs=None):
@@ -883,10 +923,113 @@ def _exec_builtin(module):
 
 
 def _wrap_modules():
+    rewrite = importlib.import_module("_pytest.assertion.rewrite")
+    original = rewrite.rewrite_asserts
+
+    def rewrite_asserts(mod, *args, **kwargs):
+        """pytest's assertion rewriting, then every comparison and negation of the test
+        module through the guard (`_fixrl_compare`, `_fixrl_truth`)."""
+        original(mod, *args, **kwargs)
+        _GuardComparisons().visit(mod)
+        ast.fix_missing_locations(mod)
+
+    rewrite.rewrite_asserts = rewrite_asserts
+    rewrite._fixrl_compare = _fixrl_compare
+    rewrite._fixrl_truth = _fixrl_truth
     _thread.start_new_thread = _thread.start_new = threading._start_new_thread = _start_new_thread
     _signal.signal = _set_signal
     _imp.create_builtin = _create_builtin
     _imp.exec_builtin = _exec_builtin
+    weakref.finalize.__init__ = _finalize_init
+
+
+_COMPARE_OPS = {"Eq": operator.eq, "NotEq": operator.ne, "Lt": operator.lt, "LtE": operator.le, "Gt": operator.gt,
+                "GtE": operator.ge, "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b}
+_VALUE_DUNDERS = frozenset({
+    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__len__", "__contains__",
+    "__iter__", "__getitem__", "__float__", "__int__", "__index__", "__complex__", "__abs__", "__round__",
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+    "__instancecheck__", "__subclasscheck__", "__getattr__", "__getattribute__", "__class__"})
+"""Dunders that decide what a value compares, hashes or converts to: defined by changed code
+that never defined such, they can make a wrong result equal to the expected one."""
+
+
+class _GuardComparisons(ast.NodeTransformer):
+    """In a test module after pytest's rewriting: `a OP b` -> `@pytest_ar._fixrl_compare("OP",
+    a, b)` (one-operator comparisons but `is`), `not x` -> `not @pytest_ar._fixrl_truth(x)`."""
+
+    @staticmethod
+    def _helper(name):
+        return ast.Attribute(ast.Name("@pytest_ar", ast.Load()), name, ast.Load())
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        op = type(node.ops[0]).__name__
+        if len(node.ops) != 1 or op not in _COMPARE_OPS:
+            return node
+        return ast.copy_location(ast.Call(self._helper("_fixrl_compare"),
+                                          [ast.Constant(op), node.left, node.comparators[0]], []), node)
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            node.operand = ast.copy_location(ast.Call(self._helper("_fixrl_truth"), [node.operand], []), node)
+        return node
+
+
+def _fixrl_compare(op, left, right):
+    """A hidden test's comparison: refused (the run stops) when a value on either side gets
+    its comparison or conversion from changed code that never defined such dunders."""
+    box = []
+    sys.audit("fixrl.compare", (left, right), box)
+    if not box:  # the guard is not listening (sys.audit replaced): fail closed
+        raise AssertionError("fixrl: the check's comparison guard is unavailable")
+    return _COMPARE_OPS[op](left, right)
+
+
+def _fixrl_truth(value):
+    box = []
+    sys.audit("fixrl.compare", (value,), box)
+    if not box:
+        raise AssertionError("fixrl: the check's comparison guard is unavailable")
+    return value
+
+
+def _odd_value(st, values, budget=10_000):
+    """The first value (containers' items included, up to `budget` of them) whose type gets
+    a value dunder from changed code not allowed to define them: 'Class.__eq__ (file)'."""
+    todo = list(values)
+    while todo and budget > 0:
+        budget -= 1
+        value = todo.pop()
+        tp = type(value)
+        why = st.type_cache.get(tp, st)
+        if why is st:
+            why = st.type_cache[tp] = _odd_type(st, tp)
+        if why:
+            return why
+        if tp in (list, tuple, set, frozenset):
+            todo += list(value)[:budget]
+        elif tp is dict:
+            todo += list(value.keys())[:budget] + list(value.values())[:budget]
+    return None
+
+
+_HEAPTYPE = 1 << 9
+"""Py_TPFLAGS_HEAPTYPE: set on classes made at run time (class statements, type()), not on C types."""
+
+
+def _odd_type(st, tp):
+    for klass in getattr(tp, "__mro__", ()):
+        if not klass.__flags__ & _HEAPTYPE:  # a C type: its dunders are no one's change
+            continue
+        for name in _VALUE_DUNDERS & klass.__dict__.keys():
+            fn = klass.__dict__[name]
+            code = getattr(getattr(fn, "__func__", getattr(fn, "fget", fn)), "__code__", None)
+            cats = _untrusted_cats(st, code.co_filename) if code is not None else None
+            if cats is not None and "dunders" not in cats:
+                return f"{klass.__qualname__}.{name} ({_short(st, code.co_filename)})"
+    return None
 
 
 def _seal(st, obj, names):

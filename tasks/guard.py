@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-CATEGORIES = ("process", "frames", "code", "heap", "ctypes", "trace", "signals", "threads", "exec")
+CATEGORIES = ("process", "frames", "code", "heap", "ctypes", "trace", "signals", "threads", "exec", "dunders")
 """Kinds of runtime operation the guard attributes to changed code (check_runner.CATEGORY_OF
 maps audit events onto them). Opening test files, the runner's own files and adding audit
 hooks are never allowed, whatever a file used before."""
@@ -39,6 +39,7 @@ _MODULES = {
     "threads": {"threading", "_thread", "concurrent", "multiprocessing", "asyncio", "queue"},
     "exec": {"runpy", "code", "codeop", "importlib", "marshal", "dataclasses", "attr", "attrs", "jinja2",
              "types", "timeit", "doctest"},
+    "dunders": {"dataclasses", "attr", "attrs", "functools", "enum", "numbers", "decimal", "fractions"},
 }
 _NAMES = {
     "process": {"system", "popen", "fork", "forkpty", "execv", "execve", "execvp", "execvpe", "execl",
@@ -56,6 +57,13 @@ _NAMES = {
     "threads": {"Thread", "Timer", "start_new_thread", "ThreadPoolExecutor", "ProcessPoolExecutor"},
     "exec": {"dataclass", "namedtuple", "NamedTuple", "make_dataclass", "FunctionType", "CodeType",
              "import_module", "reload"},
+    # Dunders that decide what a value compares, hashes or converts to (check_runner's
+    # _VALUE_DUNDERS), and what generates them.
+    "dunders": {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__len__",
+                "__contains__", "__iter__", "__getitem__", "__float__", "__int__", "__index__", "__complex__",
+                "__abs__", "__round__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+                "__truediv__", "__rtruediv__", "__instancecheck__", "__subclasscheck__", "__getattr__",
+                "__getattribute__", "__class__", "dataclass", "total_ordering", "NamedTuple", "namedtuple"},
 }
 # Builtins count only as plain names (`re.compile` is not `compile`).
 _BUILTINS = {"exec": {"exec", "eval", "compile", "__import__"}}
@@ -80,6 +88,8 @@ def categories(text: str) -> frozenset[str]:
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.Attribute):
             names.add(node.attr)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
         elif isinstance(node, ast.Name):
             names.add(node.id)
             builtins.add(node.id)
