@@ -304,8 +304,9 @@ def _run_forked(task: Task, sb: PythonForker, config: dict, env: dict[str, str])
 
 def _pytest_args(parsed: PytestCommand, junit_path: str) -> list[str]:
     """The check's own pytest arguments plus ours: no cache, no repository addopts, the
-    repository as rootdir, a JUnit report to cross-check the runner's."""
-    return list(parsed.args) + ["-p", "no:cacheprovider", "-o", "addopts=", "--rootdir=.",
+    repository as rootdir, test modules compiled through pytest's import hook (where the guard
+    compiles them), a JUnit report to cross-check the runner's."""
+    return list(parsed.args) + ["-p", "no:cacheprovider", "-o", "addopts=", "--rootdir=.", "--assert=rewrite",
                                 f"--junitxml={junit_path}"]
 
 

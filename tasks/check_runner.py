@@ -484,6 +484,10 @@ def _guard_core(spec):
         sinks=_sinks(), plugin_codes=_codes_of([_Plugin]), snapshot=None,
         start_thread=_thread.start_new_thread, signal=_signal.signal,
         create_builtin=_imp.create_builtin, exec_builtin=_imp.exec_builtin, finalize_init=weakref.finalize.__init__,
+        audit=sys.audit, compile=builtins.compile, only_ast=ast.PyCF_ONLY_AST, fix_locations=ast.fix_missing_locations,
+        ast=types.SimpleNamespace(**{k: v for k, v in vars(ast).items() if isinstance(v, type)}),
+        stat=os.stat, read=os.read, fspath=os.fspath, read_flags=os.O_RDONLY | os.O_CLOEXEC, produced={},
+        verified=set(),
         import_direct=_codes_of(_import_direct()), import_via=_codes_of(_import_via()),
         import_call=_codes_of([importlib._bootstrap._call_with_frames_removed]),
         readers=_codes_of([importlib.import_module("_pytest.assertion.rewrite"),
@@ -754,6 +758,10 @@ def _code_rule(st, event):
     changed code is on the stack becomes changed code itself: its file name is tainted. The
     import system and pytest's rewriter, compiling what they read from disk, are exempt."""
     def judge(args, frame):
+        if event == "exec" and getattr(args[0], "co_name", None) == "<module>":
+            why = _hidden_module_run(st, args[0])
+            if why:
+                return why
         code = frame.f_code
         if code in st.import_direct or (code in st.import_call and frame.f_back is not None
                                         and frame.f_back.f_code in st.import_via):
@@ -779,6 +787,17 @@ def _code_rule(st, event):
     return judge
 
 
+def _hidden_module_run(st, code):
+    """A hidden test module may only run the code the guard compiled for it."""
+    filename = code.co_filename
+    if not isinstance(filename, str) or _abspath(filename, st.root) not in st.hidden:
+        return None
+    if st.produced.get(id(code)) is code:
+        st.verified.add(_abspath(filename, st.root))
+        return None
+    return f"the hidden test module {_short(st, filename)} ran code the check did not compile"
+
+
 def _doctest_untrusted(st, filename):
     """A doctest example ('<doctest pkg.mod.func[0]>') from a changed module's docstring."""
     name = filename[len("<doctest "):].split("[", 1)[0]
@@ -801,8 +820,11 @@ def _custom_rules(st):
             if fn is not None and _untrusted_cats(st, getattr(getattr(fn, "__code__", None), "co_filename", "")):
                 return "changed code set a trace or profile function for new threads"
         taint = _taint_of(st, frame)
-        run = function if taint is None else _tainted_call(st, function, taint)
-        box.append(st.start_thread(run, fargs, fkwargs if fkwargs is not None else {}))
+        fkwargs = fkwargs if fkwargs is not None else {}
+        if taint is None:
+            box.append(st.start_thread(function, fargs, fkwargs))
+        else:
+            box.append(st.start_thread(_tainted_call(st, function, fargs, fkwargs, taint), (None,)))
         return None
 
     def finalize(args, frame):
@@ -810,9 +832,10 @@ def _custom_rules(st):
         # registered by changed code, it runs as that code, like a thread it started.
         instance, obj, func, fargs, fkwargs, box = args
         taint = _taint_of(st, frame)
-        if taint is not None:
-            func = _tainted_call(st, func, taint)
-        st.finalize_init(instance, obj, func, *fargs, **fkwargs)
+        if taint is None:
+            st.finalize_init(instance, obj, func, *fargs, **fkwargs)
+        else:
+            st.finalize_init(instance, obj, _tainted_call(st, func, fargs, fkwargs, taint), None)
         box.append(True)
         return None
 
@@ -851,33 +874,52 @@ def _custom_rules(st):
         return None
 
     def compare(args, frame):
-        values, box = args
+        op, values, box = args
         why = _odd_value(st, values)
         if why:
             return f"a test compared a value whose {why} comes from changed code"
         box.append(True)
         return None
 
+    def rewrite(args, frame):
+        path, config, box = args
+        box.append(_compile_test(st, path))
+        return None
+
     return {"fixrl.thread": start_thread, "fixrl.signal": set_signal, "fixrl.finalize": finalize,
-            "fixrl.sealed": sealed, "fixrl.compare": compare, "fixrl.create_builtin": builtin(st.create_builtin),
-            "fixrl.exec_builtin": builtin(st.exec_builtin)}
+            "fixrl.sealed": sealed, "fixrl.compare": compare, "fixrl.rewrite": rewrite,
+            "fixrl.create_builtin": builtin(st.create_builtin), "fixrl.exec_builtin": builtin(st.exec_builtin)}
 
 
-def _tainted_call(st, function, taint):
-    """`function`, run as changed code with `taint`'s allowances (in whatever thread and on
-    whatever stack it is called)."""
-    def tainted(*a, **k):
-        ident = st.get_ident()
-        before = st.thread_taint.get(ident)
-        st.thread_taint[ident] = taint if before is None else before & taint
-        try:
-            return function(*a, **k)
-        finally:
-            if before is None:
-                st.thread_taint.pop(ident, None)
-            else:
-                st.thread_taint[ident] = before
-    return tainted
+def _tainted_call(st, function, args, kwargs, taint):
+    """A callable that runs `function(*args, **kwargs)` once as changed code with `taint`'s
+    allowances, wherever it is called: the `send` of a generator, so that nothing reachable
+    from it (its frame is behind an audited attribute) holds the guard's state."""
+    runner = _tainted_run(st, function, args, kwargs, taint)
+    return runner.send
+
+
+def _tainted_run(st, function, args, kwargs, taint):
+    ident = st.get_ident()
+    before = st.thread_taint.get(ident)
+    st.thread_taint[ident] = taint if before is None else before & taint
+    try:
+        function(*args, **kwargs)
+    finally:
+        if before is None:
+            st.thread_taint.pop(ident, None)
+        else:
+            st.thread_taint[ident] = before
+    yield
+
+
+# The wrappers installed into modules (code under test can reach them) are detached: each has
+# globals of its own, holds nothing of the guard's, and only asks it (sys.audit("fixrl.*"));
+# a wrapper whose globals were changed can only fail its own caller.
+
+def _detached(fn, **names):
+    return _FUNCTION(fn.__code__, {"__builtins__": dict(vars(builtins)), "__name__": "fixrl_check", "sys": sys,
+                                   **names}, fn.__name__, fn.__defaults__)
 
 
 def _finalize_init(self, obj, func, /, *args, **kwargs):
@@ -922,29 +964,50 @@ def _exec_builtin(module):
     return box[0]
 
 
+def _rewrite_test(fn, config):
+    """pytest's `_rewrite_test` (how a test module or conftest is compiled) through the guard."""
+    box = []
+    sys.audit("fixrl.rewrite", fn, config, box)
+    if not box:
+        raise ImportError(f"cannot compile test module {fn}")
+    return box[0]
+
+
+def _sealed_get(self):
+    box = []
+    sys.audit("fixrl.sealed", self, NAME, None, box)  # noqa: F821 - NAME: the detached copy's global
+    return box[0] if box else None
+
+
+def _sealed_put(self, value):
+    sys.audit("fixrl.sealed", self, NAME, value, None)  # noqa: F821
+
+
 def _wrap_modules():
     rewrite = importlib.import_module("_pytest.assertion.rewrite")
-    original = rewrite.rewrite_asserts
-
-    def rewrite_asserts(mod, *args, **kwargs):
-        """pytest's assertion rewriting, then every comparison and negation of the test
-        module through the guard (`_fixrl_compare`, `_fixrl_truth`)."""
-        original(mod, *args, **kwargs)
-        _GuardComparisons().visit(mod)
-        ast.fix_missing_locations(mod)
-
-    rewrite.rewrite_asserts = rewrite_asserts
-    rewrite._fixrl_compare = _fixrl_compare
-    rewrite._fixrl_truth = _fixrl_truth
-    _thread.start_new_thread = _thread.start_new = threading._start_new_thread = _start_new_thread
-    _signal.signal = _set_signal
-    _imp.create_builtin = _create_builtin
-    _imp.exec_builtin = _exec_builtin
-    weakref.finalize.__init__ = _finalize_init
+    rewrite._rewrite_test = _detached(_rewrite_test)
+    _thread.start_new_thread = _thread.start_new = threading._start_new_thread = _detached(_start_new_thread)
+    _signal.signal = _detached(_set_signal)
+    _imp.create_builtin = _detached(_create_builtin)
+    _imp.exec_builtin = _detached(_exec_builtin)
+    weakref.finalize.__init__ = _detached(_finalize_init)
 
 
-_COMPARE_OPS = {"Eq": operator.eq, "NotEq": operator.ne, "Lt": operator.lt, "LtE": operator.le, "Gt": operator.gt,
-                "GtE": operator.ge, "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b}
+def _seal(st, obj, names):
+    """Move `names` out of `obj` into the guard; afterwards only the code of
+    `_pytest.assertion` can read or set them (anyone else reading them is tampering)."""
+    cls = type(obj)
+    props = {n: property(_detached(_sealed_get, NAME=n), _detached(_sealed_put, NAME=n)) for n in names}
+    st.sealed[id(obj)] = {n: obj.__dict__.pop(n) for n in names if n in obj.__dict__}
+    obj.__class__ = type(cls.__name__, (cls,), {"__module__": cls.__module__, **props})
+
+
+# ---------------------------------------------------------------- hidden tests' comparisons
+
+_COMPARE_OPS = ("Eq", "NotEq", "Lt", "LtE", "Gt", "GtE", "In", "NotIn")
+_AUDIT_SENTINEL = "\x00fixrl: sys.audit\x00"
+"""A constant the compiled test code holds where it calls sys.audit: replaced by the builtin
+itself after compiling, so no name lookup (which code under test could redirect) is involved."""
 _VALUE_DUNDERS = frozenset({
     "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__len__", "__contains__",
     "__iter__", "__getitem__", "__float__", "__int__", "__index__", "__complex__", "__abs__", "__round__",
@@ -954,45 +1017,76 @@ _VALUE_DUNDERS = frozenset({
 that never defined such, they can make a wrong result equal to the expected one."""
 
 
-class _GuardComparisons(ast.NodeTransformer):
-    """In a test module after pytest's rewriting: `a OP b` -> `@pytest_ar._fixrl_compare("OP",
-    a, b)` (one-operator comparisons but `is`), `not x` -> `not @pytest_ar._fixrl_truth(x)`."""
-
-    @staticmethod
-    def _helper(name):
-        return ast.Attribute(ast.Name("@pytest_ar", ast.Load()), name, ast.Load())
-
-    def visit_Compare(self, node):
-        self.generic_visit(node)
-        op = type(node.ops[0]).__name__
-        if len(node.ops) != 1 or op not in _COMPARE_OPS:
-            return node
-        return ast.copy_location(ast.Call(self._helper("_fixrl_compare"),
-                                          [ast.Constant(op), node.left, node.comparators[0]], []), node)
-
-    def visit_UnaryOp(self, node):
-        self.generic_visit(node)
-        if isinstance(node.op, ast.Not):
-            node.operand = ast.copy_location(ast.Call(self._helper("_fixrl_truth"), [node.operand], []), node)
-        return node
-
-
-def _fixrl_compare(op, left, right):
-    """A hidden test's comparison: refused (the run stops) when a value on either side gets
-    its comparison or conversion from changed code that never defined such dunders."""
-    box = []
-    sys.audit("fixrl.compare", (left, right), box)
-    if not box:  # the guard is not listening (sys.audit replaced): fail closed
-        raise AssertionError("fixrl: the check's comparison guard is unavailable")
-    return _COMPARE_OPS[op](left, right)
+def _compile_test(st, path):
+    """A test module's or conftest's code as pytest's `_rewrite_test` returns it, (stat, code),
+    but compiled by the guard: every one-operator comparison, negation and assert test goes
+    through `sys.audit("fixrl.compare", ...)` (which refuses values whose comparison comes
+    from changed code), asserts are kept whatever the interpreter's -O, and the module code is
+    recorded as the guard's own (a hidden test module run from any other code is tampering).
+    pytest's own assertion messages are not added."""
+    name = st.fspath(path)
+    stat = st.stat(name)
+    fd = st.open(name, st.read_flags)
+    try:
+        chunks = []
+        while chunk := st.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        st.close(fd)
+    tree = st.compile(b"".join(chunks), name, "exec", st.only_ast, dont_inherit=True)
+    tree = _guard_node(st, tree)
+    st.fix_locations(tree)
+    code = _bind_audit(st, st.compile(tree, name, "exec", dont_inherit=True, optimize=0))
+    st.produced[id(code)] = code
+    return stat, code
 
 
-def _fixrl_truth(value):
-    box = []
-    sys.audit("fixrl.compare", (value,), box)
-    if not box:
-        raise AssertionError("fixrl: the check's comparison guard is unavailable")
-    return value
+def _guard_node(st, node):
+    a = st.ast
+    for field in type(node)._fields:
+        value = getattr(node, field, None)
+        if type(value) is list:
+            value[:] = [_guard_node(st, v) if isinstance(v, a.AST) else v for v in value]
+        elif isinstance(value, a.AST):
+            setattr(node, field, _guard_node(st, value))
+    kind = type(node)
+    if kind is a.Compare and len(node.ops) == 1 and type(node.ops[0]).__name__ in _COMPARE_OPS:
+        return _located(st, _checked(st, [node.left, node.comparators[0]], type(node.ops[0]).__name__,
+                                     lambda left, right: a.Compare(left, node.ops, [right])), node)
+    if kind is a.UnaryOp and type(node.op) is a.Not:
+        node.operand = _located(st, _checked(st, [node.operand], "truth", lambda v: v), node.operand)
+    elif kind is a.Assert:
+        node.test = _located(st, _checked(st, [node.test], "truth", lambda v: v), node.test)
+    return node
+
+
+def _checked(st, operands, op, result):
+    """`(lambda @0, @1: (AUDIT.__call__("fixrl.compare", op, (@0, @1), @b := []), @b[0] and
+    RESULT)[1])(operands...)`: the values are judged before the result is computed."""
+    a = st.ast
+    names = [f"@fixrl{i}" for i in range(len(operands))]
+    load = [a.Name(n, a.Load()) for n in names]
+    audit = a.Call(a.Attribute(a.Constant(_AUDIT_SENTINEL), "__call__", a.Load()),
+                   [a.Constant("fixrl.compare"), a.Constant(op), a.Tuple(load, a.Load()),
+                    a.NamedExpr(a.Name("@fixrl_b", a.Store()), a.List([], a.Load()))], [])
+    approved = a.Subscript(a.Name("@fixrl_b", a.Load()), a.Constant(0), a.Load())
+    body = a.Subscript(a.Tuple([audit, a.BoolOp(a.And(), [approved, result(*[a.Name(n, a.Load()) for n in names])])],
+                               a.Load()), a.Constant(1), a.Load())
+    params = a.arguments([], [a.arg(n) for n in names], None, [], [], None, [])
+    return a.Call(a.Lambda(params, body), operands, [])
+
+
+def _located(st, new, like):
+    for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+        if hasattr(like, attr):
+            setattr(new, attr, getattr(like, attr))
+    return new
+
+
+def _bind_audit(st, code):
+    consts = tuple(st.audit if type(c) is str and c == _AUDIT_SENTINEL else
+                   _bind_audit(st, c) if type(c) is _CODE else c for c in code.co_consts)
+    return code.replace(co_consts=consts)
 
 
 def _odd_value(st, values, budget=10_000):
@@ -1030,25 +1124,6 @@ def _odd_type(st, tp):
             if cats is not None and "dunders" not in cats:
                 return f"{klass.__qualname__}.{name} ({_short(st, code.co_filename)})"
     return None
-
-
-def _seal(st, obj, names):
-    """Move `names` out of `obj` into the guard; afterwards only the code of
-    `_pytest.assertion` can read or set them (anyone else reading them is tampering)."""
-    cls = type(obj)
-
-    def prop(name):
-        def get(self):
-            box = []
-            sys.audit("fixrl.sealed", self, name, None, box)
-            return box[0] if box else None
-
-        def put(self, value):
-            sys.audit("fixrl.sealed", self, name, value, None)
-        return property(get, put)
-
-    st.sealed[id(obj)] = {n: obj.__dict__.pop(n) for n in names if n in obj.__dict__}
-    obj.__class__ = type(cls.__name__, (cls,), {"__module__": cls.__module__, **{n: prop(n) for n in names}})
 
 
 # ---------------------------------------------------------------- the emitter
@@ -1106,6 +1181,13 @@ def _request(st, op, event):
     if op == "purge":
         for key in [k for k in list(linecache.cache) if isinstance(k, str) and _is_test_code(st, k)]:
             linecache.cache.pop(key, None)
+        return None
+    if op == "verify":  # every collected hidden test module ran the code the guard compiled
+        missing = sorted(f for f in (_abspath(f, st.root) for f in event.get("files", ()))
+                         if f in st.hidden and f not in st.verified)
+        if missing:
+            _send(st, {"e": "tamper", "what": "hidden test modules were not compiled by the check: "
+                       + ", ".join(_short(st, f) for f in missing[:3])})
         return None
     if op == "seal":
         for finder in list(sys.meta_path):
@@ -1239,6 +1321,8 @@ class _Plugin:
             obj = getattr(item, "obj", None) if isinstance(item, _Function) else None
             params = dict(getattr(getattr(item, "callspec", None), "params", {}) or {})
             self.items[item.nodeid] = (obj, getattr(obj, "__code__", None), params)
+        self._send({"op": "verify", "files": sorted({str(item.path) for item in session.items
+                                                     if isinstance(item, _Function)})})
         self._send({"op": "check", "where": "after collection"})
         self._send({"op": "purge"})
 
