@@ -191,7 +191,7 @@ def _write_check_files(task: Task, sb: Sandbox, paths_cleared: bool = False) -> 
 
 
 def run_check(task: Task, sb: Sandbox, answer: str | None = None, *,
-              paths_cleared: bool = False, guard: GuardSpec | None = None) -> CheckResult:
+              paths_cleared: bool = False, guard: GuardSpec | None = None, guarded: bool = True) -> CheckResult:
     """Judge the repository state in `sb`'s WORKDIR with the task's hidden check.
 
     The caller has already put the state to judge (and run `tasks.run_setup`) in `sb`; the
@@ -200,11 +200,13 @@ def run_check(task: Task, sb: Sandbox, answer: str | None = None, *,
     paths_cleared: the caller loaded `sb` from a directory it passed to `clear_check_paths`
     (and ran no setup since), so nothing needs removing first. guard: the agent's changed
     files and their allowances (tasks.guard), for the runtime guard of pytest checks.
+    guarded=False leaves the runtime guard out (`fixrl bench check`'s baseline; never a verdict
+    to train on).
     """
 
     start = time.monotonic()
     try:
-        result = _run_check(task, sb, answer, paths_cleared, guard)
+        result = _run_check(task, sb, answer, paths_cleared, guard, guarded)
     except SandboxError as e:
         result = CheckResult("error", output=str(e), reason=f"sandbox error: {e}")
     result.seconds = time.monotonic() - start
@@ -212,7 +214,7 @@ def run_check(task: Task, sb: Sandbox, answer: str | None = None, *,
 
 
 def _run_check(task: Task, sb: Sandbox, answer: str | None, paths_cleared: bool,
-               guard: GuardSpec | None) -> CheckResult:
+               guard: GuardSpec | None, guarded: bool = True) -> CheckResult:
     check = task.check
     env_prefix = ""
     if answer is not None or task.kind == "question":
@@ -239,7 +241,8 @@ def _run_check(task: Task, sb: Sandbox, answer: str | None, paths_cleared: bool,
     # The runner's private directory: /tmp is the sandbox's own (cleared on reset).
     workdir = f"/tmp/.fixrl-check-{secrets.token_hex(8)}"
     config = {"args": _pytest_args(parsed, f"{workdir}/{_JUNIT_NAME}"), "workdir": workdir,
-              "changed": guard.to_wire() if guard is not None else {}, "hidden": sorted(check.files)}
+              "changed": guard.to_wire() if guard is not None else {}, "hidden": sorted(check.files),
+              "guard": guarded}
     if isinstance(sb, PythonForker) and sb.forking:
         fork_env = _fork_env(parsed, answer)
         if fork_env is not None:

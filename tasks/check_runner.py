@@ -150,11 +150,12 @@ _PROTECTED_MODULES = ("_thread", "_signal", "_imp")
 
 # ---------------------------------------------------------------- the supervisor
 
-def supervise(args, workdir, pythonpath=(), changed=None, hidden=()):
+def supervise(args, workdir, pythonpath=(), changed=None, hidden=(), guard=True):
     """Run pytest with `args` on the working directory in a judged child process; write the
     report (see the module docstring) and print its frame last; the child's exit status.
     `changed`: repository path -> guard categories its original uses; `hidden`: the check's
-    own files (repository paths)."""
+    own files (repository paths); `guard`: False runs without the audit hook and wrappers
+    (only `fixrl bench check` does, to measure what the guard costs)."""
     _make_private(workdir)
     fifo = os.path.join(workdir, EVENTS_NAME)
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
@@ -166,7 +167,7 @@ def supervise(args, workdir, pythonpath=(), changed=None, hidden=()):
     if pid == 0:  # the judged process
         code = 70
         try:
-            code = _judged(args, workdir, pythonpath, changed or {}, hidden, out_w)
+            code = _judged(args, workdir, pythonpath, changed or {}, hidden, out_w, guard)
         except BaseException:  # noqa: BLE001 - the judged run's own crash, shown in its output
             traceback.print_exc()
         finally:
@@ -309,7 +310,8 @@ def verdicts(events):
                     continue
                 current = nodeid
                 recs[nodeid] = {"setup": ev}
-            elif nodeid != current or when not in ("call", "teardown") or "teardown" in recs[nodeid]:
+            elif current is None or nodeid != current or when not in ("call", "teardown") \
+                    or "teardown" in recs[current]:
                 problems.append(f"an event out of order: {nodeid} {when}")
             elif when == "call":
                 recs[nodeid].setdefault("calls", []).append(ev)
@@ -348,7 +350,7 @@ def phase_verdict(rec):
 
 # ---------------------------------------------------------------- the judged process
 
-def _judged(args, workdir, pythonpath, changed, hidden, out_w):
+def _judged(args, workdir, pythonpath, changed, hidden, out_w, guard=True):
     """In the forked child: output to the supervisor's pipe only, the guard, then pytest."""
     os.dup2(out_w, 1)
     os.dup2(out_w, 2)
@@ -360,7 +362,7 @@ def _judged(args, workdir, pythonpath, changed, hidden, out_w):
         "hidden": {_abspath(p, root) for p in hidden},
     }
     plugin = _Plugin()
-    plugin.emit = _install_guard(spec)
+    plugin.emit = _install_guard(spec, active=guard)
     return _run_pytest(args, pythonpath, plugin)
 
 
@@ -446,11 +448,12 @@ def _sinks():
 _FUNCTION = type(_abspath)
 
 
-def _install_guard(spec):
+def _install_guard(spec, active=True):
     """Install the audit hook and the thread/signal/builtin-module wrappers for `spec` (root,
     workdir, changed: abs path -> categories, hidden: abs paths); the plugin's emitter (a
     generator's `send`). Every function the guard calls runs with a private copy of this
-    module's globals, so replacing a module-level name later changes nothing here."""
+    module's globals, so replacing a module-level name later changes nothing here.
+    active=False: the emitter only (a benchmark's baseline)."""
     import types  # noqa: PLC0415 - stdlib, already imported by pytest
 
     g = dict(globals())
@@ -460,12 +463,14 @@ def _install_guard(spec):
         if isinstance(val, _FUNCTION) and val.__globals__ is globals():
             g[name] = _FUNCTION(val.__code__, g, val.__name__, val.__defaults__, val.__closure__)
     st = g["_guard_core"](spec)
+    st.active = active
     handlers = g["_rules"](st)
     hook = g["_hook"](st, handlers)
     vault = g["_emitter"](st)
     next(vault)
-    g["_wrap_modules"]()
-    sys.addaudithook(hook)
+    if active:
+        g["_wrap_modules"]()
+        sys.addaudithook(hook)
     return vault.send
 
 
@@ -1182,14 +1187,14 @@ def _request(st, op, event):
         for key in [k for k in list(linecache.cache) if isinstance(k, str) and _is_test_code(st, k)]:
             linecache.cache.pop(key, None)
         return None
-    if op == "verify":  # every collected hidden test module ran the code the guard compiled
+    if op == "verify" and st.active:  # every collected hidden test module ran the code the guard compiled
         missing = sorted(f for f in (_abspath(f, st.root) for f in event.get("files", ()))
                          if f in st.hidden and f not in st.verified)
         if missing:
             _send(st, {"e": "tamper", "what": "hidden test modules were not compiled by the check: "
                        + ", ".join(_short(st, f) for f in missing[:3])})
         return None
-    if op == "seal":
+    if op == "seal" and st.active:
         for finder in list(sys.meta_path):
             if type(finder).__name__ == "AssertionRewritingHook" and "config" in vars(finder):
                 _seal(st, finder, ("config", "session"))
