@@ -101,6 +101,7 @@ import time
 import traceback
 import unittest  # noqa: F401 - watched by the snapshot
 import unittest.case  # noqa: F401
+import unittest.mock
 import weakref
 
 import _pytest
@@ -484,9 +485,10 @@ def _guard_core(spec):
         fifo=spec["workdir"] + "/" + EVENTS_NAME, tainted={}, cache={}, thread_taint={}, busy=set(),
         sealed={}, type_cache={}, main=_thread.get_ident(), pid=os.getpid(),
         fifo_flags=os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC,
-        getframe=sys._getframe, get_ident=_thread.get_ident, getcwd=os.getcwd, open=os.open, write=os.write,
+        getframe=sys._getframe, get_ident=_thread.get_ident, getpid=os.getpid, getcwd=os.getcwd, open=os.open,
+        write=os.write,
         close=os.close, set_blocking=os.set_blocking, exit=os._exit, fsdecode=os.fsdecode, dumps=json.dumps,
-        sinks=_sinks(), plugin_codes=_codes_of([_Plugin]), snapshot=None,
+        sinks=_sinks(), plugin_codes=_codes_of([_Plugin]), snapshot=None, any_type=type(unittest.mock.ANY),
         start_thread=_thread.start_new_thread, signal=_signal.signal,
         create_builtin=_imp.create_builtin, exec_builtin=_imp.exec_builtin, finalize_init=weakref.finalize.__init__,
         audit=sys.audit, compile=builtins.compile, only_ast=ast.PyCF_ONLY_AST, fix_locations=ast.fix_missing_locations,
@@ -655,6 +657,7 @@ def _rules(st):
                                                          "sys._current_exceptions")})
     rules.update({"sys.settrace": category("trace"), "sys.setprofile": category("trace")})
     rules["sys.addaudithook"] = lambda args, frame: "adds an audit hook"
+    rules["import"] = lambda args, frame: _on_import(st, args, frame)
     rules["open"] = lambda args, frame: _on_open(st, args, frame)
     for name, spots in _PATH_EVENTS.items():
         rules[name] = _path_rule(st, spots)
@@ -664,6 +667,17 @@ def _rules(st):
         rules[name] = _code_rule(st, name)
     rules.update(_custom_rules(st))
     return rules
+
+
+_PERMISSIVE_MODULES = frozenset({"unittest.mock", "mock", "pytest_mock"})
+"""Modules whose objects can be made equal to anything (mock.ANY, a configured MagicMock)."""
+
+
+def _on_import(st, args, frame):
+    if args and args[0] in _PERMISSIVE_MODULES:
+        who = _attribute(st, frame, "mocks")
+        return f"{who} imported {args[0]} (objects equal to anything)" if who else None
+    return None
 
 
 def _path_rule(st, spots):
@@ -750,6 +764,8 @@ def _on_setattr(st, args, frame):
         code = getattr(obj, "__code__", None)
         if _is_test_code(st, getattr(code, "co_filename", "") or ""):
             return "replaces the code of a test"
+        if st.audit in getattr(code, "co_consts", ()):
+            return "replaces the code of one of the guard's wrappers"
         who = _attribute(st, frame, "exec")
         return f"{who} replaced a function's code" if who else None
     if isinstance(obj, type) and str(getattr(obj, "__module__", "")).split(".")[0] in st.watched_roots:
@@ -880,6 +896,8 @@ def _custom_rules(st):
 
     def compare(args, frame):
         op, values, box = args
+        if any(type(v) is st.any_type for v in values):  # what a wrong result cannot be compared as
+            return "a test compared unittest.mock.ANY, which is equal to anything"
         why = _odd_value(st, values)
         if why:
             return f"a test compared a value whose {why} comes from changed code"
@@ -988,7 +1006,37 @@ def _sealed_put(self, value):
     sys.audit("fixrl.sealed", self, NAME, value, None)  # noqa: F821
 
 
+_UNITTEST_TEMPLATE = """
+def assert_method(self, *args, **kwargs):
+    "\\x00fixrl: sys.audit\\x00".__call__("fixrl.compare", "unittest", args[:2], box := [])
+    box[0]
+    return "\\x00fixrl: original\\x00".__call__(self, *args, **kwargs)
+"""
+_ORIGINAL_SENTINEL = "\x00fixrl: original\x00"
+
+
+def _guarded_assert(original):
+    """`unittest.TestCase.assert*` that has the guard judge its first two arguments (the values
+    compared) before the original runs. Both sys.audit and the original are constants of its
+    code: nothing reachable from it (globals, defaults, cells) changes what it calls."""
+    module = compile(_UNITTEST_TEMPLATE, "<fixrl-check>", "exec", dont_inherit=True)
+    code = next(c for c in module.co_consts if type(c) is _CODE)
+    code = code.replace(co_consts=tuple(sys.audit if c == _AUDIT_SENTINEL else original if c == _ORIGINAL_SENTINEL
+                                        else c for c in code.co_consts), co_name=original.__name__)
+    wrapper = _FUNCTION(code, {"__builtins__": {}}, original.__name__)
+    wrapper.__qualname__, wrapper.__doc__ = original.__qualname__, original.__doc__
+    return wrapper
+
+
+def _wrap_unittest():
+    case = unittest.case.TestCase
+    for name, value in list(vars(case).items()):
+        if (name.startswith("assert") or name.startswith("fail") and name != "fail") and isinstance(value, _FUNCTION):
+            setattr(case, name, _guarded_assert(value))
+
+
 def _wrap_modules():
+    _wrap_unittest()
     rewrite = importlib.import_module("_pytest.assertion.rewrite")
     rewrite._rewrite_test = _detached(_rewrite_test)
     _thread.start_new_thread = _thread.start_new = threading._start_new_thread = _detached(_start_new_thread)
@@ -1146,11 +1194,18 @@ def _emitter(st):
         tid = st.get_ident()
         st.busy.add(tid)
         try:
+            if st.getpid() != st.pid:
+                continue  # a fork of the judged process (its code's doing) reports nothing
             why = _emit_refusal(st, caller)
             if why:
                 _tamper(st, why)
             op = event.get("op") if isinstance(event, dict) else None
             if op is None:
+                if st.active and st.snapshot and event.get("e") == "phase":
+                    # pytest's own functions, at the moment they report: replaced and put back
+                    # between two checks, they would not be seen at teardown
+                    _request(st, "check", {"where": f"during {event.get('id')} {event.get('when')}",
+                                           "pytest_only": True})
                 _send(st, event)
             else:
                 result = _request(st, op, event)

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-CATEGORIES = ("process", "frames", "code", "heap", "ctypes", "trace", "signals", "threads", "exec", "dunders")
+CATEGORIES = ("process", "frames", "code", "heap", "ctypes", "trace", "signals", "threads", "exec", "dunders",
+              "mocks")
 """Kinds of runtime operation the guard attributes to changed code (check_runner.CATEGORY_OF
 maps audit events onto them). Opening test files, the runner's own files and adding audit
 hooks are never allowed, whatever a file used before."""
@@ -40,6 +41,7 @@ _MODULES = {
     "exec": {"runpy", "code", "codeop", "importlib", "marshal", "dataclasses", "attr", "attrs", "jinja2",
              "types", "timeit", "doctest"},
     "dunders": {"dataclasses", "attr", "attrs", "functools", "enum", "numbers", "decimal", "fractions"},
+    "mocks": {"mock", "pytest_mock"},
 }
 _NAMES = {
     "process": {"system", "popen", "fork", "forkpty", "execv", "execve", "execvp", "execvpe", "execl",
@@ -64,6 +66,7 @@ _NAMES = {
                 "__abs__", "__round__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
                 "__truediv__", "__rtruediv__", "__instancecheck__", "__subclasscheck__", "__getattr__",
                 "__getattribute__", "__class__", "dataclass", "total_ordering", "NamedTuple", "namedtuple"},
+    "mocks": {"mock", "Mock", "MagicMock", "ANY", "patch"},
 }
 # Builtins count only as plain names (`re.compile` is not `compile`).
 _BUILTINS = {"exec": {"exec", "eval", "compile", "__import__"}}
