@@ -9,7 +9,10 @@ request, forks a child that runs one function of that prelude in WORKDIR, with t
 environment, its output in a file under /tmp and a CPU limit, and exits with the function's
 return value. The child starts from the zygote's memory, which never held repository code:
 the zygote's sys.path has neither WORKDIR nor its own directory, and it never changes into
-WORKDIR.
+WORKDIR. The serving loop keeps each request in a function's frame, not in module globals a
+child could read (requests carry no secret anyway: tasks.check_runner's verdict rests on
+none). The call's output file is read only if it is still a regular file (a FIFO or a link
+planted there is no output, and never blocks the host).
 
 Between requests nothing of the previous one survives: when the child exits (or times out)
 the zygote SIGKILLs every other process in its pid namespace (`kill(-1)`: all but bubblewrap's

@@ -28,6 +28,9 @@ What it does:
   Without bwrap, a root host refuses to start rather than run commands as root when the
   interpreter is not usable by that uid.
 - `python`, `python3` and `pytest` are the interpreter running fixrl (`sys.executable`).
+- `read_file` (and `changed_files`) read regular files only: a FIFO, a socket or a device that
+  code in the sandbox planted is refused (`NotRegularFileError`) without blocking; a symlink
+  is never followed out of the sandbox.
 
 What it does NOT protect against (use the Docker backend when that matters):
 - Kernel exploits: commands share the host kernel, with no seccomp filter.

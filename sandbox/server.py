@@ -12,6 +12,10 @@ The LocalSandbox imports the same functions (`run_command`, `scan`, `apply`, ...
 them in-process, so both backends share one implementation of output capping, timeouts,
 and the workspace restore.
 
+Reads (`read`, `read_many`) open non-blocking and refuse anything but a regular file
+(`NotRegularFileError`): code in the sandbox can plant a FIFO or a device anywhere it writes,
+and the server must answer every request.
+
 Wire format, both directions: 4-byte big-endian length, then that many bytes of UTF-8 JSON.
 A request is {"op": name, ...}; a reply is {"ok": true, ...} or {"ok": false, "error":
 exception class name, "message": text}.

@@ -3,8 +3,7 @@ process it forks, the runtime guard installed in that process, and the pytest pl
 
 Standard library, pytest and pluggy only (never `fixrl`): `tasks.check` ships this file into
 the sandbox -- as a one-shot launcher script, or as the prelude of a forking sandbox's
-interpreter (sandbox.forking), which imports pytest once and calls `supervise` in a fork
-per check.
+interpreter (sandbox.forking), which imports it once and calls `supervise` in a fork per check.
 
 How a verdict is made
 
@@ -33,50 +32,68 @@ The guard (`_install_guard`)
 
 An operation is attributed to the agent when a frame whose code comes from a file the agent
 changed or added (the host's `GuardSpec`), or from code compiled at run time while such a
-frame was on the stack, is anywhere on the call stack, or when it runs in a thread such code
-started. Attributed, and not one the changed file's original already performed
-(`tasks.guard.categories`), these are tampering: the run stops at once (os._exit) with the
-event named in the output, and the verdict is fail:
+frame was on the stack, is anywhere on the call stack, or when it runs in a thread, or a
+weakref finalizer, that such code started. Attributed, and not one the changed file's
+original (or the reference fix) already performs (`tasks.guard.categories`), these are
+tampering: the run stops at once (os._exit) with the event named in the output, and the
+verdict is fail:
 
 - frames (sys._getframe, sys._current_frames, tb_frame, gi_frame, cr_frame, ag_frame), except
   through stdlib consumers that never hand a frame back (logging's findCaller, traceback's
   summaries, namedtuple, typing, enum);
 - the heap (gc.get_objects/get_referrers/get_referents), ctypes, process creation and signals
   to processes (subprocess, os.system/exec*/spawn*/posix_spawn/fork/forkpty, pty, os.kill),
-  sys.settrace/setprofile, installing a signal handler;
+  sys.settrace/setprofile, installing a signal handler, importing unittest.mock;
 - reading the code object of a test function, or opening any test file (the hidden check's,
-  the repository's, conftest.py) -- never allowed;
-- writing Python sources in the repository.
+  the repository's, conftest.py, their caches) -- never allowed; writing Python sources in
+  the repository.
 
 Regardless of who is on the stack: adding an audit hook, touching the runner's own files
-(anything named `.fixrl-*`: the event FIFO but through the emitter, the report, the launcher,
-the output file; the JUnit file only from a stack free of agent code), writing the hidden
-check files, conftest.py, pytest's configuration files, `.pyc`/`.pth` files or
-sitecustomize, and re-creating `_thread`, `_signal` or `_imp` to get unguarded copies.
+(anything named `.fixrl-*`: the FIFO but through the emitter, the report, the output file;
+the JUnit file only from a stack free of agent code), writing the hidden check files,
+conftest.py, pytest's configuration files, `.pyc`/`.pth` files or sitecustomize, re-creating
+`_thread`, `_signal` or `_imp` to get unguarded copies, replacing the code of a guard wrapper.
 
-The plugin also refuses a run where pytest's, pluggy's, unittest's, the builtins' or this
-runner's own functions were replaced (a snapshot taken before repository code runs, kept
-where only the guard reaches it), where a test's function, code or parameters changed after
-collection, or where a plain test's body was not seen to return; it seals the two references
-through which module-level code reaches pytest's session and configuration (the assertion
-rewriter's `config`/`session`, readable only by its own code) and clears pytest's debugger
-and assertion globals while tests run; and it drops the hidden tests' source from linecache
-after every report.
+The hidden tests' own values: the guard compiles every module pytest's import hook would
+rewrite (test modules, conftests) itself, instead of pytest's assertion rewriting: each
+one-operator comparison, negation and assert test first has the guard judge its operands, and
+a value whose comparison, hash, truth or numeric dunders come from changed code that never
+defined such (`tasks.guard`'s "dunders"), or mock.ANY, stops the run; `unittest.TestCase`'s
+assert methods judge their first two arguments the same way. A hidden test module that runs
+any code but the guard's compiled code (a planted .pyc, an import that bypassed the hook) is
+tampering. pytest's detailed assertion messages are therefore not in the check's output.
+
+Nothing the code under test can reach holds the guard's state: it lives in the audit hook's
+closure; the plugin reports through a generator's `send` (its frame is behind an audited
+attribute); wrappers installed into modules are detached (globals of their own, they only ask
+the hook, which holds the originals) or have sys.audit and their original bound as code
+constants; thread and finalizer callbacks run through a generator's `send`. The plugin also
+refuses a run where pytest's, pluggy's, unittest's, the builtins' or this runner's own
+functions were replaced (a snapshot taken before repository code runs, compared after
+collection, at every test event and at the end), where a test's function, code or parameters
+changed after collection, or where a plain test's body was not seen to return; it seals the
+references through which module-level code reaches pytest's session and configuration (the
+assertion rewriter's `config`/`session`), clears pytest's debugger and assertion globals, and
+drops the hidden tests' source from linecache after every report.
 
 What this does NOT guarantee
 
 - Code under test runs in the judged process. Whatever Python exposes without an audit event
   stays reachable to it: a hidden test module's globals and parametrize marks (through
   `sys.modules`, `object.__subclasses__()`, a test-defined callable's `__globals__`), and
-  pytest's objects behind any reference the sealing does not cover. The static change policy
-  (which refuses such constructs in the agent's edits) is the defence there.
-- Deferred execution: a C-level callable the agent schedules (a weakref finalizer or GC
-  callback calling `exec`, `functools.partial` of a stdlib function) runs with no agent frame
-  on the stack, so only the target rules above apply to it; an object that is equal to
-  everything, defined without dunder methods the guard can see, is not detected here.
-- The FIFO is open for a few microseconds per event; a thread of a file allowed to use threads
-  that writes to every descriptor could slip a forged event in (and the monotone events make
-  a forged pass useless unless the real failure is also suppressed).
+  pytest objects behind a reference the sealing does not cover (a conftest that stores its
+  config in a global). The static change policy, which refuses such constructs in the
+  agent's edits, is the defence there.
+- Deferred execution that never runs changed code: a C-level callable (exec, a stdlib
+  function) invoked later by the interpreter -- through a hand-built weakref.finalize registry
+  entry, a lazy iterator the test consumes, a thread pool started by untouched code -- runs
+  with no agent frame on the stack, so only the target rules above apply to it.
+- Values whose permissive comparison comes from outside the changed files: a configured
+  MagicMock, a repository class that is equal to anything by design. Comparisons made inside
+  repository helpers that pytest does not rewrite are not judged.
+- The FIFO is open for a few microseconds per event; a thread of a file allowed to use
+  threads that writes to every descriptor could slip a forged event in (and the monotone
+  events make a forged pass useless unless the real failure is also suppressed).
 - Nothing here limits resources or isolation: that is the sandbox's job.
 """
 from __future__ import annotations
@@ -138,7 +155,7 @@ output its leftover children still write)."""
 MAX_REPORT_IDS = 20_000
 """Tests beyond this many are counted, not listed, in the report."""
 
-_TEST_NAMES = ("conftest.py",)
+_TEST_NAMES = ("conftest",)
 _TEST_DIRS = ("tests", "test")
 _PROTECTED_NAMES = {"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml",
                     "sitecustomize.py", "usercustomize.py"}
@@ -719,7 +736,8 @@ def _file_rule(st, path, op, frame):
     if op != "read" and (a in st.hidden or inside and (
             name in _PROTECTED_NAMES or name.endswith(_PROTECTED_SUFFIXES) or "/__pycache__" in a[len(st.root):])):
         return f"changes {_short(st, a)}"
-    if a in st.hidden or name in st.hidden_names or _test_like(a, name, inside, st.root):
+    hidden = a in st.hidden or name in st.hidden_names
+    if hidden and name.endswith((".py", ".pyc")) or _test_like(a, name, inside, st.root):
         who = _attribute(st, frame, "tests")
         if who:
             return f"{who} opened the test file {_short(st, a)}"
@@ -733,7 +751,16 @@ def _file_rule(st, path, op, frame):
 
 
 def _test_like(path, name, inside, root):
-    if name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py") or name in _TEST_NAMES):
+    """Test code: a Python source or byte-code file named like a test or a conftest, or inside
+    the repository's tests directories. (Data files there are not: tests pass their paths to
+    the code under test.)"""
+    if name.endswith(".pyc"):
+        stem = name.split(".", 1)[0]  # test_x.cpython-311-pytest-9.2.0.pyc
+    elif name.endswith(".py"):
+        stem = name[:-3]
+    else:
+        return False
+    if stem.startswith("test_") or stem.endswith("_test") or stem in _TEST_NAMES:
         return True
     return inside and any(part in _TEST_DIRS for part in path[len(root) + 1:].split("/")[:-1])
 
@@ -1486,4 +1513,7 @@ def _before_fork():
 
 def launch(config_json):
     """The one-shot launcher's entry: `python LAUNCHER CONFIG_JSON` (see tasks.check)."""
-    return supervise(**json.loads(config_json))
+    config = json.loads(config_json)
+    here = _abspath(config["workdir"], os.getcwd())
+    sys.path[:] = [p for p in sys.path if _abspath(p or ".", os.getcwd()) != here]  # the launcher's directory
+    return supervise(**config)

@@ -485,3 +485,29 @@ def test_unittest_assertions_are_guarded_too(pool, tmp_path, name):
 def test_unittest_style_honest_fix_passes(pool, tmp_path):
     r = judge(pool, tmp_path, HONEST, hidden=UNITTEST_HIDDEN, tests=UNITTEST_TESTS)
     assert r.outcome == "pass", (r.reason, r.output[-2000:])
+
+
+DATA_HIDDEN = textwrap.dedent("""\
+    from calc import add, load, mul
+
+
+    def test_add():
+        assert add(*load("tests/data/pair.txt")) == 3
+
+
+    def test_mul():
+        assert mul(2, 3) == 6
+""")
+
+
+def test_changed_code_may_read_data_files_the_tests_point_to(pool, tmp_path):
+    """Data under tests/ is not test code: a fix that reads the file a test names is fine."""
+    source = HONEST + "\n\ndef load(path):\n    with open(path) as f:\n        return [int(x) for x in f.read().split()]\n"
+    ws = write_repo(tmp_path / "ws")
+    (ws / "calc.py").write_text(source)
+    (ws / "tests" / "data").mkdir(parents=True)
+    (ws / "tests" / "data" / "pair.txt").write_text("1 2\n")
+    task = Task.model_validate(fix_task("t", repo=str(ws), check={"files": {"tests/test_hidden.py": DATA_HIDDEN}}))
+    with pool.acquire(ws) as sb:
+        r = run_check(task, sb, guard=spec_for({"calc.py": (BUGGY, None)}))
+    assert r.outcome == "pass", (r.reason, r.output[-2000:])
