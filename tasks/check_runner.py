@@ -923,7 +923,7 @@ def _custom_rules(st):
 
     def compare(args, frame):
         op, values, box = args
-        if any(type(v) is st.any_type for v in values):  # what a wrong result cannot be compared as
+        if any(isinstance(v, st.any_type) for v in values):  # what a wrong result cannot be compared as
             return "a test compared unittest.mock.ANY, which is equal to anything"
         why = _odd_value(st, values)
         if why:
@@ -1169,6 +1169,11 @@ def _bind_audit(st, code):
     return code.replace(co_consts=consts)
 
 
+def _changed_function(st, value):
+    code = getattr(getattr(value, "__func__", value), "__code__", None)
+    return isinstance(code, _CODE) and _untrusted_cats(st, code.co_filename) is not None
+
+
 def _odd_value(st, values, budget=10_000):
     """The first value (containers' items included, up to `budget` of them) whose type gets
     a value dunder from changed code not allowed to define them: 'Class.__eq__ (file)'."""
@@ -1199,11 +1204,19 @@ def _odd_type(st, tp):
             continue
         for name in _VALUE_DUNDERS & klass.__dict__.keys():
             fn = klass.__dict__[name]
+            if fn is None or type(fn) in _C_SLOTS and not getattr(fn, "__objclass__", object).__flags__ & _HEAPTYPE:
+                continue  # no method, or a C type's own slot re-exposed (AttrDict's dict.__getitem__)
             code = getattr(getattr(fn, "__func__", getattr(fn, "fget", fn)), "__code__", None)
-            cats = _untrusted_cats(st, code.co_filename) if code is not None else None
+            if not isinstance(code, _CODE):  # operator.is_not, a partial: a dunder no code shows
+                return f"{klass.__qualname__}.{name} ({type(fn).__name__}: not a function)"
+            cats = _untrusted_cats(st, code.co_filename)
             if cats is not None and "dunders" not in cats:
                 return f"{klass.__qualname__}.{name} ({_short(st, code.co_filename)})"
     return None
+
+
+_C_SLOTS = (type(object.__eq__), type(dict.__getitem__), type(int.__add__))
+"""wrapper_descriptor, method_descriptor (and their kin): a C type's methods."""
 
 
 # ---------------------------------------------------------------- the emitter
@@ -1260,7 +1273,8 @@ def _request(st, op, event):
         st.snapshot = (groups, {False: _fast(groups, False), True: _fast(groups, True)})
         return None
     if op == "check":
-        bad = _diff(st.snapshot, event.get("pytest_only", False)) if st.snapshot else ["no snapshot was taken"]
+        bad = _diff(st.snapshot, event.get("pytest_only", False), lambda v: _changed_function(st, v)) \
+            if st.snapshot else ["no snapshot was taken"]
         if bad:
             _send(st, {"e": "tamper", "what": "the test machinery (pytest, unittest or builtins) was modified: "
                        + ", ".join(bad[:5]) + f" ({event.get('where', '?')})"})
@@ -1334,11 +1348,13 @@ def _fast(groups, pytest_only):
     return nss, keys, vals, proxies, [len(g[5]) for g in chosen if g[5] is not None]
 
 
-def _diff(snap, pytest_only):
+def _diff(snap, pytest_only, untrusted=None):
     # pytest_only: the per-test check looks at pytest's, pluggy's and this runner's code only,
-    # because tests legitimately monkeypatch builtins (input, open) in fixtures of any scope.
+    # because tests legitimately monkeypatch builtins (input, open) in fixtures of any scope;
+    # elsewhere (builtins, unittest, math, operator) it reports a name replaced by a function
+    # that `untrusted(value)` says is changed code.
     groups, fast = snap
-    nss, keys, vals, proxies, lens = fast[pytest_only]
+    nss, keys, vals, proxies, lens = fast[pytest_only and untrusted is None]
     try:
         if all(map(operator.is_, map(operator.getitem, nss, keys), vals)) and list(map(len, proxies)) == lens:
             return []
@@ -1347,6 +1363,11 @@ def _diff(snap, pytest_only):
     bad = []
     for ns, keys, vals, label, side, keyset in groups:
         if pytest_only and not side:
+            if untrusted is not None:
+                bad += [label + "." + k for k, now in zip(keys, map(ns.get, keys))
+                        if now is not None and untrusted(now)]
+                if keyset is not None and len(ns) != len(keyset):
+                    bad += [label + "." + k + " (added)" for k in ns.keys() - keyset if untrusted(ns[k])]
             continue
         now = tuple(map(ns.get, keys))
         if not all(map(operator.is_, now, vals)):
