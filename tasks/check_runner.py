@@ -103,8 +103,10 @@ import _signal
 import _thread
 import ast
 import builtins
+import gc
 import hashlib
 import importlib
+import importlib.machinery
 import json
 import linecache
 import math  # noqa: F401 - watched by the snapshot: imported before any repository code
@@ -116,6 +118,7 @@ import sys
 import threading
 import time
 import traceback
+import types
 import unittest  # noqa: F401 - watched by the snapshot
 import unittest.case  # noqa: F401
 import unittest.mock
@@ -161,6 +164,8 @@ _PROTECTED_NAMES = {"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setu
                     "sitecustomize.py", "usercustomize.py"}
 _PROTECTED_SUFFIXES = (".pyc", ".pyo", ".pth")
 _FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame"}
+
+_GENERATORS = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 _CODE_ATTRS = {"__code__", "gi_code", "cr_code", "ag_code"}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _PROTECTED_MODULES = ("_thread", "_signal", "_imp")
@@ -418,6 +423,13 @@ def _abspath(path, cwd):
 
 
 _CODE = type(_abspath.__code__)
+_TYPE_DICT = type.__dict__["__dict__"].__get__
+_TYPE_MRO = type.__dict__["__mro__"].__get__
+_TYPE_FLAGS = type.__dict__["__flags__"].__get__
+_TYPE_NAME = type.__dict__["__name__"].__get__
+_TYPE_QUALNAME = type.__dict__["__qualname__"].__get__
+_MODULE_TYPE = type(sys)
+_TYPE_DICT_MODULE = _MODULE_TYPE.__dict__["__dict__"].__get__
 
 
 def _codes_of(objects):
@@ -466,6 +478,14 @@ def _sinks():
 _FUNCTION = type(_abspath)
 
 
+class _Bound:
+    def method(self):
+        pass
+
+
+_METHOD = type(_Bound().method)
+
+
 def _install_guard(spec, active=True):
     """Install the audit hook and the thread/signal/builtin-module wrappers for `spec` (root,
     workdir, changed: abs path -> categories, hidden: abs paths); the plugin's emitter (a
@@ -500,7 +520,8 @@ def _guard_core(spec):
         root=spec["root"], workdir=spec["workdir"], changed=spec["changed"], hidden=spec["hidden"],
         hidden_names={p.rsplit("/", 1)[-1] for p in spec["hidden"]},
         fifo=spec["workdir"] + "/" + EVENTS_NAME, tainted={}, cache={}, thread_taint={}, busy=set(),
-        sealed={}, type_cache={}, main=_thread.get_ident(), pid=os.getpid(),
+        sealed={}, type_cache={}, main=_thread.get_ident(), pid=os.getpid(), gc_depth=0, gc_was=True,
+        gc_isenabled=gc.isenabled, gc_disable=gc.disable, gc_enable=gc.enable,
         fifo_flags=os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC,
         getframe=sys._getframe, get_ident=_thread.get_ident, getpid=os.getpid, getcwd=os.getcwd, open=os.open,
         write=os.write,
@@ -516,10 +537,24 @@ def _guard_core(spec):
         import_call=_codes_of([importlib._bootstrap._call_with_frames_removed]),
         readers=_codes_of([importlib.import_module("_pytest.assertion.rewrite"),
                            importlib.import_module("_pytest.assertion")]),
-        watched_roots=("_pytest", "pytest", "pluggy", "unittest", "__main__", "__mp_main__"),
+        watched_classes=_watched_classes(), module_spec=importlib.machinery.ModuleSpec, threading=threading,
+        rewrite_hook=importlib.import_module("_pytest.assertion.rewrite").AssertionRewritingHook,
     )
     st.emitter_code = _emitter.__code__
     return st
+
+
+def _watched_classes():
+    """id -> name of the classes whose attributes only pytest and the tests may set: pytest's,
+    pluggy's, unittest's, this runner's, and those the guard reads paths and sources through."""
+    roots = ("_pytest", "pytest", "pluggy", "unittest", "pathlib", "ast", "linecache", __name__)
+    out = {}
+    for name, mod in list(sys.modules.items()):
+        if type(mod) is _MODULE_TYPE and (name.split(".")[0] in roots or name == __name__):
+            for val in list(_TYPE_DICT_MODULE(mod).values()):
+                if type(val) is type or isinstance(val, type):
+                    out[id(val)] = f"{name}.{_TYPE_QUALNAME(val)}"
+    return out
 
 
 def _import_direct():
@@ -629,15 +664,57 @@ def _hook(st, handlers):
         tid = get_ident()
         if tid in busy:
             return
-        busy.add(tid)
+        _enter(st, tid)
         try:
             why = handler(args, getframe(1))
             if why:
                 _tamper(st, f"{event}: {why}")
         finally:
-            busy.discard(tid)
+            _leave(st, tid)
 
     return audit_hook
+
+
+# While the guard runs (a thread in st.busy, its own events not judged) no code of the agent's
+# may run: the garbage collector is off (a finalizer or __del__ would run inside), and the
+# guard looks at foreign objects by their type only (no attribute lookup that a class, a
+# metaclass or __getattr__ could answer).
+
+def _enter(st, tid):
+    st.busy.add(tid)
+    st.gc_depth += 1
+    if st.gc_depth == 1:
+        st.gc_was = st.gc_isenabled()
+        st.gc_disable()
+
+
+def _leave(st, tid):
+    st.gc_depth -= 1
+    if st.gc_depth == 0 and st.gc_was:
+        st.gc_enable()
+    st.busy.discard(tid)
+
+
+def _type_dict(tp):
+    """A class's own namespace, read through `type`'s C descriptor (no metaclass involved)."""
+    return _TYPE_DICT(tp)
+
+
+def _mro(tp):
+    return _TYPE_MRO(tp)
+
+
+def _function_code(value):
+    """The code of a plain function, a bound method, a static/class method or a property's
+    getter, by type only; None for anything else."""
+    kind = type(value)
+    if kind is _FUNCTION:
+        return value.__code__
+    if kind in (staticmethod, classmethod) or kind is _METHOD:
+        return _function_code(value.__func__)
+    if kind is property:
+        return _function_code(value.fget)
+    return None
 
 
 _CTYPES_EVENTS = ("addressof", "call_function", "cdata", "cdata/buffer", "create_string_buffer",
@@ -710,18 +787,47 @@ def _path_rule(st, spots):
 
 def _on_open(st, args, frame):
     path, mode, flags = (tuple(args) + (None, None, None))[:3]
-    write = bool((flags or 0) & _WRITE_FLAGS) or (isinstance(mode, str) and any(c in mode for c in "wax+"))
+    flags = flags if type(flags) is int else 0
+    write = bool(flags & _WRITE_FLAGS) or (type(mode) is str and any(c in mode for c in "wax+"))
     return _file_rule(st, path, "write" if write else "read", frame)
+
+
+_PATH_METHODS = ("__fspath__", "__str__", "__repr__", "__format__", "__getattribute__", "__getattr__")
+
+
+def _path_text(st, path):
+    """(text of a path argument or None, why it may not be looked at): str and bytes as they
+    are, an os.PathLike through its __fspath__ only when no class it has gets that (or how it
+    prints) from changed code, or from a callable no code shows."""
+    kind = type(path)
+    if kind is str:
+        return path, None
+    if kind is bytes:
+        return st.fsdecode(path), None
+    if issubclass(kind, str):
+        return "".join([path]), None
+    if issubclass(kind, bytes):
+        return st.fsdecode(b"".join([path])), None
+    if kind is int or path is None:
+        return None, None  # an already open descriptor: judged when it was opened
+    for klass in _mro(kind):
+        if _TYPE_FLAGS(klass) & _HEAPTYPE:
+            namespace = _type_dict(klass)
+            for name in _PATH_METHODS:
+                if name in namespace and _odd_method(st, namespace[name], "-"):
+                    return None, f"a path object whose {name} comes from changed code ({_TYPE_QUALNAME(klass)})"
+    try:
+        text = st.fspath(path)
+    except TypeError:
+        return None, None
+    return _path_text(st, text) if type(text) in (str, bytes) else (None, None)
 
 
 def _file_rule(st, path, op, frame):
     """Why touching `path` (read | write | link | mkdir) from `frame` is tampering, or None."""
-    if isinstance(path, int) or path is None:
-        return None  # an already open descriptor: judged when it was opened
-    try:
-        p = st.fsdecode(path)
-    except TypeError:
-        return None
+    p, why = _path_text(st, path)
+    if why or p is None:
+        return why
     if "/" + PRIVATE in "/" + p:
         name = p.rsplit("/", 1)[-1]
         if op == "read" and name.startswith(LAUNCHER_PREFIX):
@@ -771,9 +877,10 @@ def _on_getattr(st, args, frame):
         who = _attribute(st, frame, "frames")
         return f"{who} took a frame ({name})" if who else None
     if name in _CODE_ATTRS:
-        code = getattr(obj, name, None)
-        filename = getattr(code, "co_filename", "")
-        if isinstance(filename, str) and _is_test_code(st, filename):
+        kind = type(obj)
+        code = obj.__code__ if kind is _FUNCTION else getattr(obj, name, None) if kind in _GENERATORS else None
+        filename = code.co_filename if type(code) is _CODE else ""
+        if filename and _is_test_code(st, filename):
             who = _attribute(st, frame, "tests")
             return f"{who} read the code of a test ({name})" if who else None
     return None
@@ -787,17 +894,17 @@ def _is_test_code(st, filename):
 
 def _on_setattr(st, args, frame):
     obj, name = args[0], args[1]
-    if name == "__code__":
-        code = getattr(obj, "__code__", None)
-        if _is_test_code(st, getattr(code, "co_filename", "") or ""):
+    if name == "__code__" and type(obj) is _FUNCTION:
+        code = obj.__code__
+        if _is_test_code(st, code.co_filename):
             return "replaces the code of a test"
-        if st.audit in getattr(code, "co_consts", ()):
+        if any(c is st.audit for c in code.co_consts):
             return "replaces the code of one of the guard's wrappers"
         who = _attribute(st, frame, "exec")
         return f"{who} replaced a function's code" if who else None
-    if isinstance(obj, type) and str(getattr(obj, "__module__", "")).split(".")[0] in st.watched_roots:
+    if id(obj) in st.watched_classes:
         who = _attribute(st, frame, "tests")
-        return f"{who} changed {obj.__module__}.{obj.__qualname__}.{name}" if who else None
+        return f"{who} changed {st.watched_classes[id(obj)]}.{name}" if who else None
     return None
 
 
@@ -806,7 +913,7 @@ def _code_rule(st, event):
     changed code is on the stack becomes changed code itself: its file name is tainted. The
     import system and pytest's rewriter, compiling what they read from disk, are exempt."""
     def judge(args, frame):
-        if event == "exec" and getattr(args[0], "co_name", None) == "<module>":
+        if event == "exec" and type(args[0]) is _CODE and args[0].co_name == "<module>":
             why = _hidden_module_run(st, args[0])
             if why:
                 return why
@@ -821,8 +928,8 @@ def _code_rule(st, event):
         elif event == "marshal.loads":
             filename = None
         else:
-            filename = getattr(args[0], "co_filename", None)
-        filename = st.fsdecode(filename) if isinstance(filename, (str, bytes)) else filename
+            filename = args[0].co_filename if type(args[0]) is _CODE else None
+        filename = _path_text(st, filename)[0] if filename is not None else None
         if isinstance(filename, str) and filename.startswith("<doctest ") and _doctest_untrusted(st, filename):
             _taint(st, filename)
             return None
@@ -851,8 +958,8 @@ def _doctest_untrusted(st, filename):
     name = filename[len("<doctest "):].split("[", 1)[0]
     while name:
         module = sys.modules.get(name)
-        path = getattr(module, "__file__", None) if module is not None else None
-        if isinstance(path, str):
+        path = _TYPE_DICT_MODULE(module).get("__file__") if type(module) is _MODULE_TYPE else None
+        if type(path) is str:
             return _untrusted_cats(st, path) is not None
         name = name.rpartition(".")[0]
     return False
@@ -864,8 +971,8 @@ def _custom_rules(st):
     def start_thread(args, frame):
         function, fargs, fkwargs, box = args
         for hook_name in ("_trace_hook", "_profile_hook"):  # threading.settrace: runs in the new thread
-            fn = getattr(sys.modules.get("threading"), hook_name, None)
-            if fn is not None and _untrusted_cats(st, getattr(getattr(fn, "__code__", None), "co_filename", "")):
+            code = _function_code(_TYPE_DICT_MODULE(st.threading).get(hook_name))
+            if code is not None and _untrusted_cats(st, code.co_filename) is not None:
                 return "changed code set a trace or profile function for new threads"
         taint = _taint_of(st, frame)
         fkwargs = fkwargs if fkwargs is not None else {}
@@ -889,7 +996,7 @@ def _custom_rules(st):
 
     def set_signal(args, frame):
         signum, handler, box = args
-        code = getattr(getattr(handler, "__func__", handler), "__code__", None)
+        code = _function_code(handler)
         cats = _untrusted_cats(st, code.co_filename) if code is not None else None
         if cats is not None and "signals" not in cats:
             return "changed code installs a signal handler"
@@ -902,7 +1009,12 @@ def _custom_rules(st):
     def builtin(original):
         def judge(args, frame):
             target, box = args
-            name = getattr(target, "name", None) or getattr(target, "__name__", None)
+            if type(target) is st.module_spec:
+                name = target.name
+            elif type(target) is _MODULE_TYPE:
+                name = _TYPE_DICT_MODULE(target).get("__name__")
+            else:  # the C function would read its attributes: code of the caller's inside the guard
+                return "calls _imp with an object that is not a module or a spec"
             if name in _PROTECTED_MODULES and name in sys.modules:
                 return f"re-creates the {name} module"
             box.append(original(target))
@@ -923,7 +1035,7 @@ def _custom_rules(st):
 
     def compare(args, frame):
         op, values, box = args
-        if any(isinstance(v, st.any_type) for v in values):  # what a wrong result cannot be compared as
+        if any(issubclass(type(v), st.any_type) for v in values):  # what a wrong result cannot be compared as
             return "a test compared unittest.mock.ANY, which is equal to anything"
         why = _odd_value(st, values)
         if why:
@@ -933,7 +1045,10 @@ def _custom_rules(st):
 
     def rewrite(args, frame):
         path, config, box = args
-        box.append(_compile_test(st, path))
+        name, why = _path_text(st, path)
+        if why or name is None:
+            return why or "asks the guard to compile something that is not a path"
+        box.append(_compile_test(st, name))
         return None
 
     return {"fixrl.thread": start_thread, "fixrl.signal": set_signal, "fixrl.finalize": finalize,
@@ -1104,7 +1219,7 @@ def _compile_test(st, path):
     from changed code), asserts are kept whatever the interpreter's -O, and the module code is
     recorded as the guard's own (a hidden test module run from any other code is tampering).
     pytest's own assertion messages are not added."""
-    name = st.fspath(path)
+    name = path
     stat = st.stat(name)
     fd = st.open(name, st.read_flags)
     try:
@@ -1170,8 +1285,8 @@ def _bind_audit(st, code):
 
 
 def _changed_function(st, value):
-    code = getattr(getattr(value, "__func__", value), "__code__", None)
-    return isinstance(code, _CODE) and _untrusted_cats(st, code.co_filename) is not None
+    code = _function_code(value)
+    return code is not None and _untrusted_cats(st, code.co_filename) is not None
 
 
 def _odd_value(st, values, budget=10_000):
@@ -1199,20 +1314,26 @@ _HEAPTYPE = 1 << 9
 
 
 def _odd_type(st, tp):
-    for klass in getattr(tp, "__mro__", ()):
-        if not klass.__flags__ & _HEAPTYPE:  # a C type: its dunders are no one's change
+    for klass in _mro(tp):
+        if not _TYPE_FLAGS(klass) & _HEAPTYPE:  # a C type: its dunders are no one's change
             continue
-        for name in _VALUE_DUNDERS & klass.__dict__.keys():
-            fn = klass.__dict__[name]
-            if fn is None or type(fn) in _C_SLOTS and not getattr(fn, "__objclass__", object).__flags__ & _HEAPTYPE:
-                continue  # no method, or a C type's own slot re-exposed (AttrDict's dict.__getitem__)
-            code = getattr(getattr(fn, "__func__", getattr(fn, "fget", fn)), "__code__", None)
-            if not isinstance(code, _CODE):  # operator.is_not, a partial: a dunder no code shows
-                return f"{klass.__qualname__}.{name} ({type(fn).__name__}: not a function)"
-            cats = _untrusted_cats(st, code.co_filename)
-            if cats is not None and "dunders" not in cats:
-                return f"{klass.__qualname__}.{name} ({_short(st, code.co_filename)})"
+        namespace = _type_dict(klass)
+        for name in _VALUE_DUNDERS & namespace.keys():
+            why = _odd_method(st, namespace[name], "dunders")
+            if why:
+                return f"{_TYPE_QUALNAME(klass)}.{name} ({why})"
     return None
+
+
+def _odd_method(st, fn, cat):
+    """Why a class attribute `fn` is changed code's (or a callable no code shows), or None."""
+    if fn is None or type(fn) in _C_SLOTS and not _TYPE_FLAGS(fn.__objclass__) & _HEAPTYPE:
+        return None  # no method, or a C type's own slot re-exposed (AttrDict's dict.__getitem__)
+    code = _function_code(fn)
+    if code is None:  # operator.is_not, a partial: a method whose code nobody can see
+        return f"{_TYPE_NAME(type(fn))}: not a function"
+    cats = _untrusted_cats(st, code.co_filename)
+    return _short(st, code.co_filename) if cats is not None and cat not in cats else None
 
 
 _C_SLOTS = (type(object.__eq__), type(dict.__getitem__), type(int.__add__))
@@ -1232,7 +1353,7 @@ def _emitter(st):
         caller = st.getframe(1)
         result = None
         tid = st.get_ident()
-        st.busy.add(tid)
+        _enter(st, tid)
         try:
             if st.getpid() != st.pid:
                 continue  # a fork of the judged process (its code's doing) reports nothing
@@ -1250,7 +1371,7 @@ def _emitter(st):
             else:
                 result = _request(st, op, event)
         finally:
-            st.busy.discard(tid)
+            _leave(st, tid)
 
 
 def _emit_refusal(st, caller):
@@ -1280,8 +1401,12 @@ def _request(st, op, event):
                        + ", ".join(bad[:5]) + f" ({event.get('where', '?')})"})
         return bool(bad)
     if op == "purge":
-        for key in [k for k in list(linecache.cache) if isinstance(k, str) and _is_test_code(st, k)]:
-            linecache.cache.pop(key, None)
+        cache = linecache.cache
+        if type(cache) is not dict:
+            _send(st, {"e": "tamper", "what": "linecache.cache was replaced"})
+            return None
+        for key in [k for k in list(cache) if type(k) is str and _is_test_code(st, k)]:
+            cache.pop(key, None)
         return None
     if op == "verify" and st.active:  # every collected hidden test module ran the code the guard compiled
         missing = sorted(f for f in (_abspath(f, st.root) for f in event.get("files", ()))
@@ -1292,7 +1417,7 @@ def _request(st, op, event):
         return None
     if op == "seal" and st.active:
         for finder in list(sys.meta_path):
-            if type(finder).__name__ == "AssertionRewritingHook" and "config" in vars(finder):
+            if type(finder) is st.rewrite_hook and "config" in finder.__dict__:
                 _seal(st, finder, ("config", "session"))
         return None
     return None
@@ -1316,7 +1441,11 @@ def _watched():
 
 
 def _is_code(val):
-    return callable(val) or isinstance(val, (property, classmethod, staticmethod))
+    return callable(val) or type(val) in (property, classmethod, staticmethod)
+
+
+def _is_descriptor(val):
+    return any("__get__" in _type_dict(k) for k in _mro(type(val)))
 
 
 def _snapshot():
@@ -1374,7 +1503,7 @@ def _diff(snap, pytest_only, untrusted=None):
             bad += [label + "." + k for k, a, b in zip(keys, now, vals) if a is not b]
         if keyset is not None and len(ns) != len(keyset):
             bad += [label + "." + k + " (added)" for k in ns.keys() - keyset
-                    if _is_code(ns[k]) or hasattr(ns[k], "__get__")]
+                    if _is_code(ns[k]) or _is_descriptor(ns[k])]
     return bad
 
 

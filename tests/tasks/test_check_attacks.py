@@ -105,6 +105,19 @@ FRAMES = {
             sys.settrace(None)
             return 3
     """,
+    "collector_runs_del_anywhere": """
+        import gc
+        class Cycle:
+            def __del__(self):
+                getattr(__import__("s" + "ys"), "_get" + "frame")(1)
+        def add(a, b):
+            gc.set_threshold(1)
+            for _ in range(200):
+                c = Cycle()
+                c.me = c
+                del c
+            return 3
+    """,
     "gc_finds_the_plugin_manager": """
         import gc
         def add(a, b):
@@ -121,6 +134,15 @@ FRAMES = {
 }
 
 SOURCE = {
+    "path_object_naming_the_test": """
+        class P:
+            def __fspath__(self):
+                return "tests/test_" + "hidden.py"
+        def add(a, b):
+            with open(P()) as f:
+                text = f.read()
+            return int([x for x in text.splitlines() if "add(" in x][-1].split("==")[1])
+    """,
     "linecache_of_the_hidden_test": """
         import linecache
         def add(a, b):
