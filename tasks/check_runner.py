@@ -492,8 +492,6 @@ def _install_guard(spec, active=True):
     generator's `send`). Every function the guard calls runs with a private copy of this
     module's globals, so replacing a module-level name later changes nothing here.
     active=False: the emitter only (a benchmark's baseline)."""
-    import types  # noqa: PLC0415 - stdlib, already imported by pytest
-
     g = dict(globals())
     g["__builtins__"] = dict(vars(builtins))
     g["operator"] = types.SimpleNamespace(is_=operator.is_, getitem=operator.getitem)
@@ -514,8 +512,6 @@ def _install_guard(spec, active=True):
 
 def _guard_core(spec):
     """The guard's state and its basic operations, in a namespace only closures hold."""
-    import types  # noqa: PLC0415 - stdlib, already imported by pytest
-
     st = types.SimpleNamespace(
         root=spec["root"], workdir=spec["workdir"], changed=spec["changed"], hidden=spec["hidden"],
         hidden_names={p.rsplit("/", 1)[-1] for p in spec["hidden"]},
@@ -1021,6 +1017,14 @@ def _custom_rules(st):
             return None
         return judge
 
+    return {"fixrl.thread": start_thread, "fixrl.signal": set_signal, "fixrl.finalize": finalize,
+            "fixrl.create_builtin": builtin(st.create_builtin), "fixrl.exec_builtin": builtin(st.exec_builtin),
+            **_value_rules(st)}
+
+
+def _value_rules(st):
+    """Requests about pytest's objects and the hidden tests' values: the sealed configuration,
+    a comparison's operands, compiling a test module."""
     def sealed(args, frame):
         obj, name, value, box = args
         caller = frame.f_back
@@ -1051,9 +1055,7 @@ def _custom_rules(st):
         box.append(_compile_test(st, name))
         return None
 
-    return {"fixrl.thread": start_thread, "fixrl.signal": set_signal, "fixrl.finalize": finalize,
-            "fixrl.sealed": sealed, "fixrl.compare": compare, "fixrl.rewrite": rewrite,
-            "fixrl.create_builtin": builtin(st.create_builtin), "fixrl.exec_builtin": builtin(st.exec_builtin)}
+    return {"fixrl.sealed": sealed, "fixrl.compare": compare, "fixrl.rewrite": rewrite}
 
 
 def _tainted_call(st, function, args, kwargs, taint):
