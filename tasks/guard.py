@@ -17,6 +17,8 @@ history makes ordinary. What it does not do: judge whether a change is acceptabl
 from __future__ import annotations
 
 import ast
+import functools
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -72,11 +74,23 @@ _NAMES = {
 _BUILTINS = {"exec": {"exec", "eval", "compile", "__import__"}}
 
 
+_PARSE_LOCK = threading.Lock()
+"""CPython 3.11's parser keeps its AST recursion depth in shared state: parsing in several
+threads at once can fail with "AST constructor recursion depth mismatch" (episodes finish in
+threads)."""
+
+
 def categories(text: str) -> frozenset[str]:
     """The guard categories a Python file's text uses (all of them when it does not parse:
     the guard must never reject a fix because its original was not readable Python)."""
+    return _categories(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _categories(text: str) -> frozenset[str]:
     try:
-        tree = ast.parse(text)
+        with _PARSE_LOCK:
+            tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return frozenset(CATEGORIES)
     modules: set[str] = set()
