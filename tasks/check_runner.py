@@ -516,7 +516,7 @@ def _guard_core(spec):
         root=spec["root"], workdir=spec["workdir"], changed=spec["changed"], hidden=spec["hidden"],
         hidden_names={p.rsplit("/", 1)[-1] for p in spec["hidden"]},
         fifo=spec["workdir"] + "/" + EVENTS_NAME, tainted={}, cache={}, thread_taint={}, busy=set(),
-        sealed={}, type_cache={}, main=_thread.get_ident(), pid=os.getpid(), gc_depth=0, gc_was=True,
+        sealed={}, type_cache={}, main=_thread.get_ident(), pid=os.getpid(), gc_depth=0, gc_was=True, builtins={},
         gc_isenabled=gc.isenabled, gc_disable=gc.disable, gc_enable=gc.enable,
         fifo_flags=os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC,
         getframe=sys._getframe, get_ident=_thread.get_ident, getpid=os.getpid, getcwd=os.getcwd, open=os.open,
@@ -540,7 +540,18 @@ def _guard_core(spec):
     return st
 
 
+_WATCHED = {}
+
+
 def _watched_classes():
+    """A copy of `_find_watched_classes` (found once per process: a forking sandbox's
+    interpreter finds them before it forks)."""
+    if not _WATCHED:
+        _WATCHED.update(_find_watched_classes())
+    return dict(_WATCHED)
+
+
+def _find_watched_classes():
     """id -> name of the classes whose attributes only pytest and the tests may set: pytest's,
     pluggy's, unittest's, this runner's, and those the guard reads paths and sources through."""
     roots = ("_pytest", "pytest", "pluggy", "unittest", "pathlib", "ast", "linecache", __name__)
@@ -1286,6 +1297,14 @@ def _bind_audit(st, code):
     return code.replace(co_consts=consts)
 
 
+def _builtins_replaced(st):
+    """Builtins that changed code replaced by its own functions (tests' own monkeypatching of
+    builtins, with their functions or mocks, is theirs)."""
+    now = vars(builtins)
+    return [f"builtins.{k}" for k, v in list(now.items())
+            if st.builtins.get(k) is not v and _changed_function(st, v)]
+
+
 def _changed_function(st, value):
     code = _function_code(value)
     return code is not None and _untrusted_cats(st, code.co_filename) is not None
@@ -1364,11 +1383,10 @@ def _emitter(st):
                 _tamper(st, why)
             op = event.get("op") if isinstance(event, dict) else None
             if op is None:
-                if st.active and st.snapshot and event.get("e") == "phase":
-                    # pytest's own functions, at the moment they report: replaced and put back
-                    # between two checks, they would not be seen at teardown
-                    _request(st, "check", {"where": f"during {event.get('id')} {event.get('when')}",
-                                           "pytest_only": True})
+                if st.snapshot and event.get("e") == "phase" and event.get("when") == "call":
+                    # pytest's own functions and the builtins, as a test's call is reported:
+                    # replaced and put back in between, they would not be seen at the end
+                    _request(st, "check", {"where": f"during {event.get('id')}", "pytest_only": True})
                 _send(st, event)
             else:
                 result = _request(st, op, event)
@@ -1392,12 +1410,15 @@ def _emit_refusal(st, caller):
 
 def _request(st, op, event):
     if op == "snapshot":
+        st.builtins = dict(vars(builtins))
         groups = _snapshot()
         st.snapshot = (groups, {False: _fast(groups, False), True: _fast(groups, True)})
         return None
     if op == "check":
-        bad = _diff(st.snapshot, event.get("pytest_only", False), lambda v: _changed_function(st, v)) \
-            if st.snapshot else ["no snapshot was taken"]
+        pytest_only = event.get("pytest_only", False)
+        bad = _diff(st.snapshot, pytest_only) if st.snapshot else ["no snapshot was taken"]
+        if pytest_only:
+            bad += _builtins_replaced(st)
         if bad:
             _send(st, {"e": "tamper", "what": "the test machinery (pytest, unittest or builtins) was modified: "
                        + ", ".join(bad[:5]) + f" ({event.get('where', '?')})"})
@@ -1479,13 +1500,12 @@ def _fast(groups, pytest_only):
     return nss, keys, vals, proxies, [len(g[5]) for g in chosen if g[5] is not None]
 
 
-def _diff(snap, pytest_only, untrusted=None):
+def _diff(snap, pytest_only):
     # pytest_only: the per-test check looks at pytest's, pluggy's and this runner's code only,
-    # because tests legitimately monkeypatch builtins (input, open) in fixtures of any scope;
-    # elsewhere (builtins, unittest, math, operator) it reports a name replaced by a function
-    # that `untrusted(value)` says is changed code.
+    # because tests legitimately monkeypatch builtins (input, open) in fixtures of any scope
+    # (the builtins are looked at for changed code's functions separately).
     groups, fast = snap
-    nss, keys, vals, proxies, lens = fast[pytest_only and untrusted is None]
+    nss, keys, vals, proxies, lens = fast[pytest_only]
     try:
         if all(map(operator.is_, map(operator.getitem, nss, keys), vals)) and list(map(len, proxies)) == lens:
             return []
@@ -1494,11 +1514,6 @@ def _diff(snap, pytest_only, untrusted=None):
     bad = []
     for ns, keys, vals, label, side, keyset in groups:
         if pytest_only and not side:
-            if untrusted is not None:
-                bad += [label + "." + k for k, now in zip(keys, map(ns.get, keys))
-                        if now is not None and untrusted(now)]
-                if keyset is not None and len(ns) != len(keyset):
-                    bad += [label + "." + k + " (added)" for k in ns.keys() - keyset if untrusted(ns[k])]
             continue
         now = tuple(map(ns.get, keys))
         if not all(map(operator.is_, now, vals)):
@@ -1622,8 +1637,6 @@ class _Plugin:
             event["body"] = self.bodies.get(item.nodeid, ["not entered"])[0]
         self._send(event)
         self._send({"op": "purge"})  # pytest read the test's source to report it
-        if call.when == "teardown":  # after the test's fixtures have undone their patches
-            self._send({"op": "check", "where": "after " + item.nodeid, "pytest_only": True})
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
@@ -1669,3 +1682,6 @@ def launch(config_json):
     here = _abspath(config["workdir"], os.getcwd())
     sys.path[:] = [p for p in sys.path if _abspath(p or ".", os.getcwd()) != here]  # the launcher's directory
     return supervise(**config)
+
+
+_watched_classes()  # once, at import: a forking sandbox's interpreter does it before it forks
