@@ -243,9 +243,16 @@ def _collect(pid, rfd, out_r):
     events, pending, status, exited_at = [], b"", None, None
     os.set_blocking(out_r, False)
     out_open = True
+    wait = 0.0005
     while True:
         fds = [rfd] + ([out_r] if out_open else [])
-        ready, _, _ = select.select(fds, [], [], 0.02 if status is None else 0.005)
+        # Output open and the process running: wake on what it writes. Its output closed (it is
+        # exiting) or it exited (leftovers may still write): poll, soon.
+        if out_open and status is None:
+            timeout = 0.02
+        else:
+            timeout, wait = wait, min(wait * 2, 0.01)
+        ready, _, _ = select.select(fds, [], [], timeout)
         if rfd in ready:
             pending = _read_events(rfd, pending, events)
         if out_r in ready:
