@@ -35,6 +35,7 @@ from fixrl.envs.types import EpisodeInfo, ExitStatus, Malformed, StepResult, Too
 from fixrl.sandbox import open_sandbox
 from fixrl.sandbox.base import Sandbox, SandboxError
 from fixrl.tasks import is_test_path
+from fixrl.tasks.guard import GuardSpec, spec_for
 from fixrl.tasks.judge import judge_tree
 from fixrl.tasks.schema import Task
 
@@ -542,7 +543,9 @@ class ToolEnv:
         with tempfile.TemporaryDirectory(prefix="fixrl-check-") as tmp:
             ws = tasks.materialize(self.task, Path(tmp) / "repo", "buggy", cache=True)
             info.dropped_files.clear()
-            for path, text in self.carried_changes(agent_changes, ws).items():
+            carried = self.carried_changes(agent_changes, ws)
+            guard = self._guard_spec(carried, ws)
+            for path, text in carried.items():
                 target = ws / path
                 if text is None:
                     target.unlink()
@@ -550,7 +553,19 @@ class ToolEnv:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_text(text, encoding="utf-8")
             # The same preparation, sandbox kind and runner as `tasks.validate` (tasks.judge).
-            return judge_tree(self.task, ws, self._open_check_sandbox, info.answer)
+            return judge_tree(self.task, ws, self._open_check_sandbox, info.answer, guard=guard)
+
+    def _guard_spec(self, carried: dict[str, str | None], buggy_root: Path) -> GuardSpec:
+        """The check's runtime guard allowances for the carried files: what each one's buggy
+        original or the reference fix of it does (tasks.guard)."""
+        ref = reference(self.task) if self.task.fix else None
+        changes = {}
+        for path, text in carried.items():
+            if text is not None:
+                original = buggy_root / path
+                changes[path] = (original.read_text(encoding="utf-8", errors="replace") if original.is_file() else None,
+                                 ref.fixed.get(path) if ref else None)
+        return spec_for(changes)
 
     def _open_check_sandbox(self, ws: Path) -> ContextManager[Sandbox]:
         if self._check_sandbox is not None:

@@ -15,6 +15,7 @@ from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, Sandbox, SandboxErro
 from fixrl.sandbox.config import SandboxConfig, SandboxConfigError
 from fixrl.sandbox.factory import BACKENDS, DEFAULT_IMAGE, open_sandbox
 from fixrl.sandbox.pool import SandboxPool
+from fixrl.sandbox.server import NotRegularFileError
 
 __all__ = ["WORKDIR", "DEFAULT_IMAGE", "BACKENDS", "ExecResult", "Limits", "Sandbox",
-           "SandboxError", "SandboxPool", "SandboxConfig", "SandboxConfigError", "open_sandbox"]
+           "SandboxError", "NotRegularFileError", "SandboxPool", "SandboxConfig", "SandboxConfigError", "open_sandbox"]

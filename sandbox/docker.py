@@ -400,7 +400,8 @@ def _abs(path: str) -> str:
     return os.path.normpath(path if path.startswith("/") else f"{WORKDIR}/{path}")
 
 
-_ERRORS = {"FileNotFoundError": FileNotFoundError, "IsADirectoryError": IsADirectoryError,
+_ERRORS = {"NotRegularFileError": server.NotRegularFileError,
+           "FileNotFoundError": FileNotFoundError, "IsADirectoryError": IsADirectoryError,
            "NotADirectoryError": NotADirectoryError, "PermissionError": PermissionError,
            "FileExistsError": FileExistsError, "ValueError": ValueError}
 

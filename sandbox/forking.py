@@ -9,7 +9,10 @@ request, forks a child that runs one function of that prelude in WORKDIR, with t
 environment, its output in a file under /tmp and a CPU limit, and exits with the function's
 return value. The child starts from the zygote's memory, which never held repository code:
 the zygote's sys.path has neither WORKDIR nor its own directory, and it never changes into
-WORKDIR.
+WORKDIR. The serving loop keeps each request in a function's frame, not in module globals a
+child could read (requests carry no secret anyway: tasks.check_runner's verdict rests on
+none). The call's output file is read only if it is still a regular file (a FIFO or a link
+planted there is no output, and never blocks the host).
 
 Between requests nothing of the previous one survives: when the child exits (or times out)
 the zygote SIGKILLs every other process in its pid namespace (`kill(-1)`: all but bubblewrap's
@@ -41,6 +44,7 @@ import threading
 import time
 from pathlib import Path
 
+from fixrl.sandbox import server
 from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
 from fixrl.sandbox.cgroup import SandboxCgroup
 from fixrl.sandbox.local import LocalSandbox
@@ -129,54 +133,65 @@ if "_before_fork" in globals():  # the prelude's warm-up, if it has one
 import gc as _gc
 _gc.collect()
 _gc.freeze()  # the prelude's objects: never scanned again by a child's collections, nor copied
-_os.write(_wfd, b'{"ready": true}\n')
-_buf = b""
-while True:
-    while b"\n" not in _buf:
-        _chunk = _os.read(_rfd, 1 << 16)
-        if not _chunk:
-            _os._exit(0)
-        _buf += _chunk
-    _line, _buf = _buf.split(b"\n", 1)
-    _req = _json.loads(_line)
-    _start = _time.monotonic()
-    _pid = _os.fork()
-    if _pid == 0:
-        _code = 70
+
+
+def _serve():
+    """Answer requests until the host closes the pipe. The loop's state lives in this frame,
+    not in module globals that a child's code could read."""
+    buf = b""
+    while True:
+        while b"\n" not in buf:
+            chunk = _os.read(_rfd, 1 << 16)
+            if not chunk:
+                _os._exit(0)
+            buf += chunk
+        line, buf = buf.split(b"\n", 1)
+        reply = _one(_json.loads(line))
+        _os.write(_wfd, (_json.dumps(reply) + "\n").encode())
+        if _others():  # survived the sweep: end the namespace with us, the next call starts anew
+            _os._exit(3)
+
+
+def _one(req):
+    start = _time.monotonic()
+    pid = _os.fork()
+    if pid == 0:
+        code = 70
         try:
-            _code = int(_child(_req))
+            code = int(_child(req))
         except SystemExit as e:
-            _code = e.code if isinstance(e.code, int) else 1
+            code = e.code if isinstance(e.code, int) else 1
         except BaseException:
             import traceback
             traceback.print_exc()
         finally:
-            _os._exit(_code)
-    _deadline = _start + _req["timeout"]
-    _status, _timed_out, _pause = None, False, 0.0005
-    while _status is None:
-        _pid2, _st = _os.waitpid(_pid, _os.WNOHANG)
-        if _pid2:
-            _status = _st
-        elif _time.monotonic() >= _deadline:
-            _timed_out = True
+            _os._exit(code)
+    deadline = start + req["timeout"]
+    status, timed_out, pause = None, False, 0.0005
+    while status is None:
+        pid2, st = _os.waitpid(pid, _os.WNOHANG)
+        if pid2:
+            status = st
+        elif _time.monotonic() >= deadline:
+            timed_out = True
             break
         else:
-            _time.sleep(_pause)
-            _pause = min(_pause * 2, 0.01)
-    _swept = _sweep(0 if _status is not None else _pid)
+            _time.sleep(pause)
+            pause = min(pause * 2, 0.01)
+    swept = _sweep(0 if status is not None else pid)
     _clear_ipc()
-    _status = _status if _status is not None else _swept
-    if _timed_out or _status is None or _status < 0:
-        _code = -1
-    elif _os.WIFEXITED(_status):
-        _code = _os.WEXITSTATUS(_status)
+    status = status if status is not None else swept
+    if timed_out or status is None or status < 0:
+        code = -1
+    elif _os.WIFEXITED(status):
+        code = _os.WEXITSTATUS(status)
     else:
-        _code = 128 + _os.WTERMSIG(_status)
-    _os.write(_wfd, (_json.dumps({"exit_code": _code, "timed_out": _timed_out,
-                                  "seconds": _time.monotonic() - _start}) + "\n").encode())
-    if _others():  # survived the sweep: end the namespace with us, the next call starts anew
-        _os._exit(3)
+        code = 128 + _os.WTERMSIG(status)
+    return {"exit_code": code, "timed_out": timed_out, "seconds": _time.monotonic() - start}
+
+
+_os.write(_wfd, b'{"ready": true}\n')
+_serve()
 '''
 
 
@@ -359,8 +374,8 @@ class ForkingSandbox:
         capped = _Capped(self.sb.limits.max_output_bytes)
         try:
             real = self.sb._resolve(path)
-            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:  # PermissionError included: a link the code planted
+            fd = server.open_regular(real, follow=False)
+        except OSError:  # a link or a FIFO the code planted: not output (never a hang)
             return "", False
         with os.fdopen(fd, "rb") as f:
             while chunk := f.read(1 << 16):

@@ -28,6 +28,9 @@ What it does:
   Without bwrap, a root host refuses to start rather than run commands as root when the
   interpreter is not usable by that uid.
 - `python`, `python3` and `pytest` are the interpreter running fixrl (`sys.executable`).
+- `read_file` (and `changed_files`) read regular files only: a FIFO, a socket or a device that
+  code in the sandbox planted is refused (`NotRegularFileError`) without blocking; a symlink
+  is never followed out of the sandbox.
 
 What it does NOT protect against (use the Docker backend when that matters):
 - Kernel exploits: commands share the host kernel, with no seccomp filter.
@@ -433,12 +436,8 @@ class LocalSandbox:
         with self._lock:
             self._check_open()
             real = self._resolve(path)
-            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW)
-            with os.fdopen(fd, "rb") as f:
-                data = f.read(MAX_READ_BYTES + 1)
-            if len(data) > MAX_READ_BYTES:
-                raise ValueError(f"{path} is larger than {MAX_READ_BYTES} bytes")
-            return data.decode("utf-8", "replace")
+            # Never blocks: a FIFO, a socket or a device is refused (server.NotRegularFileError).
+            return server.read_bytes(real, MAX_READ_BYTES, follow=False).decode("utf-8", "replace")
 
     def write_file(self, path: str, content: str) -> None:
         with self._lock:
@@ -469,10 +468,8 @@ class LocalSandbox:
                     if os.path.islink(p):
                         contents[rel] = os.readlink(p).encode("utf-8", "surrogateescape")
                     else:
-                        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW)
-                        with os.fdopen(fd, "rb") as f:
-                            contents[rel] = f.read(MAX_READ_BYTES)
-                except OSError:
+                        contents[rel] = server.read_bytes(p, MAX_READ_BYTES, follow=False)
+                except (OSError, ValueError):  # a FIFO or a device in the workspace is not content
                     contents[rel] = None
             return diff_contents(self._pristine, maybe, missing, contents)
 

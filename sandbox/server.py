@@ -12,6 +12,10 @@ The LocalSandbox imports the same functions (`run_command`, `scan`, `apply`, ...
 them in-process, so both backends share one implementation of output capping, timeouts,
 and the workspace restore.
 
+Reads (`read`, `read_many`) open non-blocking and refuse anything but a regular file
+(`NotRegularFileError`): code in the sandbox can plant a FIFO or a device anywhere it writes,
+and the server must answer every request.
+
 Wire format, both directions: 4-byte big-endian length, then that many bytes of UTF-8 JSON.
 A request is {"op": name, ...}; a reply is {"ok": true, ...} or {"ok": false, "error":
 exception class name, "message": text}.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import ctypes
+import errno
 import json
 import os
 import resource
@@ -538,8 +543,37 @@ def clear_dir(path: str) -> None:
             pass
 
 
-def read_bytes(path: str, max_bytes: int) -> bytes:
-    with open(path, "rb") as f:
+class NotRegularFileError(OSError):
+    """A path that is a FIFO, a socket or a device: never read (it could block forever or
+    never end). Code in the sandbox can plant one anywhere it may write."""
+
+
+def open_regular(path: str, follow: bool = True) -> int:
+    """A read-only descriptor of `path`, which must be a regular file: opened non-blocking
+    (a FIFO opens at once instead of waiting for a writer) and checked with fstat, so that a
+    FIFO, a socket or a device raises NotRegularFileError without blocking. follow=False also
+    refuses a symlink as the last component (ELOOP)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        if e.errno == errno.ENXIO:  # a Unix socket
+            raise NotRegularFileError(e.errno, "not a regular file (a socket)", path) from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISREG(mode):
+        os.set_blocking(fd, True)
+        return fd
+    os.close(fd)
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+    kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+    raise NotRegularFileError(errno.EINVAL, f"not a regular file ({kind})", path)
+
+
+def read_bytes(path: str, max_bytes: int, follow: bool = True) -> bytes:
+    """At most `max_bytes` of a regular file (ValueError when it is larger; see open_regular)."""
+    with os.fdopen(open_regular(path, follow), "rb") as f:
         data = f.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise ValueError(f"{path} is larger than {max_bytes} bytes")

@@ -18,19 +18,22 @@ from fixrl.tasks.materialize import run_setup
 
 if TYPE_CHECKING:
     from fixrl.sandbox.base import Sandbox
+    from fixrl.tasks.guard import GuardSpec
     from fixrl.tasks.schema import Task
 
 OpenCheck = Callable[[Path], ContextManager["Sandbox"]]
 """Opens a sandbox holding a copy of a host directory, e.g. `pool.check_sandbox`."""
 
 
-def judge_tree(task: Task, tree: Path, open_check: OpenCheck, answer: str | None = None) -> CheckResult:
+def judge_tree(task: Task, tree: Path, open_check: OpenCheck, answer: str | None = None,
+               guard: GuardSpec | None = None) -> CheckResult:
     """The check's verdict on the state in `tree` (a host directory this call may change: the
     hidden check files' paths are cleared in it first). The task's setup runs in the check
-    sandbox before the check. Raises TaskError when setup fails and SandboxError when the
-    sandbox could not be opened (run_check itself turns a sandbox failure into "error")."""
+    sandbox before the check. `guard`: the files changed from the buggy state and what each
+    may do at run time (tasks.guard). Raises TaskError when setup fails and SandboxError when
+    the sandbox could not be opened (run_check itself turns a sandbox failure into "error")."""
     clear_check_paths(task, tree)
     with open_check(tree) as sb:
         if task.setup:  # run_check expects the state to judge ready, setup included
             run_setup(task, sb)
-        return run_check(task, sb, answer, paths_cleared=not task.setup)
+        return run_check(task, sb, answer, paths_cleared=not task.setup, guard=guard)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Callable
 from fixrl.sandbox.base import SandboxError
 from fixrl.sandbox.pool import SandboxPool
 from fixrl.tasks.check import CheckResult
+from fixrl.tasks.guard import GuardSpec, spec_between
 from fixrl.tasks.judge import judge_tree
 from fixrl.tasks.loader import TaskError, field_text, load_suite_lenient
 from fixrl.tasks.materialize import materialize, run_setup
@@ -67,6 +68,8 @@ class _Run:
     workspace: Path
     answer: str | None
     expect: str
+    guard: GuardSpec | None = None
+    """The files this state changes from the buggy one (the runtime guard's allowances)."""
 
 
 def _public_tests(task: Task, sb) -> str | None:
@@ -107,7 +110,7 @@ def _judge(task: Task, pool: SandboxPool, run: _Run, repeats: int) -> tuple[list
         shutil.copytree(run.workspace, tree, symlinks=True)
     for _ in range(repeats):
         try:
-            res = judge_tree(task, tree, open_check, run.answer)
+            res = judge_tree(task, tree, open_check, run.answer, guard=run.guard)
         except TaskError as e:
             return results, [str(e)]
         if res.outcome == "error":
@@ -155,7 +158,8 @@ def validate_task(task: Task, pool: SandboxPool, repeats: int = 3) -> Validation
             if seen.is_file() and seen.read_text(errors="replace") == field_text(task, value):
                 out.warnings.append(f"check file {dest} is already in the buggy repository: the agent can read it")
         if task.kind == "fix":
-            runs = [_Run("buggy state", buggy, None, "fail"), _Run("reference fix", fixed, None, "pass")]
+            runs = [_Run("buggy state", buggy, None, "fail"),
+                    _Run("reference fix", fixed, None, "pass", spec_between(buggy, fixed))]
         else:
             runs = [_Run("reference answer", buggy, task.answer or "", "pass"),
                     _Run("wrong (empty) answer", buggy, "", "fail")]

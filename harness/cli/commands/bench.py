@@ -1,4 +1,4 @@
-"""fixrl bench sandbox | rollout | logprobs | grpo-step | gpu | generate: speed and memory as ratios against a
+"""fixrl bench sandbox | rollout | check | generate | logprobs | grpo-step | gpu: speed and memory as ratios against a
 baseline measured in the same run (these machines are shared and noisy), and the prepared GPU check."""
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from fixrl.harness.cli.flags import add_config_flags, given_fields
 BENCHES = {
     "sandbox": ("fixrl.sandbox.bench", "tool-call latency, reset and start-up against plain `docker exec`"),
     "rollout": ("fixrl.harness.agent.bench_rollout", "episodes/min and tokens/s, batched against one at a time"),
+    "check": ("fixrl.tasks.bench_check", "seconds per hidden check with the runtime guard against without it"),
     "logprobs": ("fixrl.train.bench_logprobs", "peak memory and time of reply log-probs against naive paths"),
     "grpo-step": ("fixrl.train.bench_grpo", "one whole GRPO update at Qwen2.5 sizes on the CPU, and the memory model"),
     "gpu": ("fixrl.train.bench_gpu", "the T4 check: fp16 GRPO updates at 0.5B/1.5B/3B under a 15 GB cap (CUDA)"),

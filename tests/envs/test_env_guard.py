@@ -1,0 +1,90 @@
+"""Attacks through the agent's own tools only (one `edit`, then `test`, then `submit`) on an
+unfixed task, written to pass the env's text filter (names built from string pieces, builtins
+reached through `getattr.__self__`): what is left to stop them is the check's runtime guard
+and its supervisor. Reward 0 each time, on a fresh local check sandbox, on the rollouts'
+forking check sandbox, and on Docker."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from fixrl.envs import ToolCall
+from fixrl.sandbox import SandboxPool
+
+BUGGY_LINE = "    return max(lo, max(x, hi))\n"
+# builtins without naming them: getattr is a builtin function, its __self__ the module
+IMPORT = '    load = getattr(getattr(getattr, "__se" + "lf__"), "__imp" + "ort__")\n'
+
+PAYLOADS = {
+    # the issue's attack: the caller's frame, its source line, the expected literal
+    "caller_source_through_a_frame": IMPORT + textwrap.indent(textwrap.dedent("""\
+        f = getattr(load("s" + "ys"), "_get" + "frame")(1)
+        code = getattr(f, "f_co" + "de")
+        line = load("line" + "cache").getline(code.co_filename, getattr(f, "f_li" + "neno"))
+        return int(line.split("==")[1])
+    """), "    "),
+    "hidden_test_through_linecache": IMPORT + textwrap.indent(textwrap.dedent("""\
+        for line in load("line" + "cache").getlines("tests/test_" + "hidden.py"):
+            if "clamp(%d, %d, %d)" % (x, lo, hi) in line:
+                return int(line.split("==")[1])
+        return x
+    """), "    "),
+    "an_object_equal_to_everything": textwrap.indent(textwrap.dedent("""\
+        class Agree:
+            def __eq__(self, other):
+                return True
+        return Agree()
+    """), "    "),
+    "fake_events_then_exit": IMPORT + textwrap.indent(textwrap.dedent("""\
+        o = load("o" + "s")
+        for fd in range(3, 300):
+            try:
+                o.write(fd, b'{"e": "finish", "exitstatus": 0}\\n')
+            except OSError:
+                pass
+        getattr(o, "_ex" + "it")(0)
+    """), "    "),
+    "fifo_at_the_report_path": IMPORT + textwrap.indent(textwrap.dedent("""\
+        o = load("o" + "s")
+        for d in getattr(o, "list" + "dir")("/tmp"):
+            if d.startswith(".fix" + "rl-check"):
+                try:
+                    getattr(o, "mk" + "fifo")("/tmp/" + d + "/.fix" + "rl-report.json")
+                except OSError:
+                    pass
+        return max(lo, max(x, hi))
+    """), "    "),
+}
+
+
+@pytest.fixture(scope="module")
+def forking_pool():
+    with SandboxPool(1, backend="local") as pool:  # its check sandboxes fork pytest
+        yield pool
+
+
+@pytest.fixture(params=["local", "forking", pytest.param("docker", marks=pytest.mark.docker)])
+def env_for(request, make_env):
+    def make():
+        if request.param == "docker":
+            request.getfixturevalue("docker_available")
+            return make_env(backend="docker")
+        if request.param == "forking":
+            return make_env(check_sandbox=request.getfixturevalue("forking_pool").check_sandbox)
+        return make_env()
+    return make
+
+
+@pytest.mark.parametrize("name", sorted(PAYLOADS))
+def test_tool_only_attack_earns_nothing(env_for, name):
+    env = env_for()
+    env.reset()
+    obs = env.step(ToolCall("edit", {"path": "pkg/core.py", "old": BUGGY_LINE, "new": PAYLOADS[name]})).observation
+    assert "pkg/core.py" in obs and not obs.lower().startswith("error"), obs
+    env.step(ToolCall("test", {}))
+    env.step(ToolCall("submit", {}))
+    reward, info = env.finish()
+    assert reward == 0.0 and info.outcome == "fail" and not info.hidden_pass, (name, info)
+    assert "pkg/core.py" not in info.dropped_files, "the env's filter dropped it: the guard was not tested"
+    assert info.check_tests.get("tests/test_hidden.py::test_clamp_above") != "passed", info.check_tests
