@@ -23,14 +23,14 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
-from rich.console import Console
 from rich.table import Table
 
-from fixrl.harness.agent.precision import PRECISIONS
 from fixrl.sandbox.bench import BenchError
-from fixrl.train.bench_grpo import MIB, WORKER, add_shape_arguments, check_layouts, predicted, shape_of, worker_argv
+from fixrl.train.bench_grpo import MIB, WORKER, ShapeConfig, predicted, shape_of, worker_argv
 from fixrl.train.bench_proc import WorkerFailed, run_worker
 from fixrl.train.memory_model import T4_BYTES
 
@@ -38,16 +38,28 @@ MIN_SECONDS = 30
 """A size is started only with at least this much of the deadline left."""
 
 
-def add_arguments(parser) -> None:
-    add_shape_arguments(parser, "0.5b,1.5b,3b", "5600,8000")
-    parser.add_argument("--device", default="cuda", help="cuda (default) or cpu (a dry run)")
-    parser.add_argument("--precision", choices=PRECISIONS, default="fp16", help="default fp16: the T4 path")
-    parser.add_argument("--cap-gb", type=float, default=T4_BYTES / 1e9,
-                        help=f"memory cap in GB (default {T4_BYTES / 1e9:.0f}: a T4); 0: none")
-    parser.add_argument("--out", type=Path, default=Path("runs/bench-gpu.json"), help="the JSON file to write")
-    parser.add_argument("--deadline", type=float, default=480, help="seconds for the whole check (default 480)")
-    parser.add_argument("--timeout", type=float, default=300, help="seconds per size at most (default 300)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
+@dataclass
+class Config(ShapeConfig):
+    """`fixrl bench gpu`."""
+
+    sizes: list[str] = field(default_factory=lambda: ["0.5b", "1.5b", "3b"])
+    """Model sizes (0.5b, 1.5b, 3b or tiny), comma-separated, run smallest first."""
+    tokens: list[int] = field(default_factory=lambda: [5600, 8000])
+    """Trajectory lengths, comma-separated."""
+    device: str = "cuda"
+    """cuda, cuda:N, or cpu (a dry run)."""
+    precision: Literal["fp16", "bf16", "fp32"] = "fp16"
+    """Precision of the update (fp16: the T4 path)."""
+    cap_gb: float = T4_BYTES / 1e9
+    """Memory cap in GB (a T4's by default); 0: none."""
+    out: str = "runs/bench-gpu.json"
+    """The JSON file to write."""
+    deadline: float = 480
+    """Seconds for the whole check."""
+    timeout: float = 300
+    """Seconds per size at most."""
+    threads: int | None = None
+    """Torch threads (None: torch's own)."""
 
 
 def _check_device(device: str) -> dict:
@@ -65,11 +77,11 @@ def _check_device(device: str) -> dict:
     return info
 
 
-def _compare(run: dict, args) -> list[dict]:
+def _compare(run: dict, cfg: Config) -> list[dict]:
     """One row per length: the measurement beside the memory model's prediction."""
     rows = []
-    shape = shape_of(run["size"], args.layers)
-    for t in args.tokens:
+    shape = shape_of(run["size"], cfg.layers)
+    for t in cfg.tokens:
         row = {"size": run["size"], "model": shape.name, "tokens": t}
         step = (run.get("steps") or {}).get(str(t))
         if step is None:  # the size did not get to this step: out of memory before it (fits: no), or not run
@@ -81,7 +93,7 @@ def _compare(run: dict, args) -> list[dict]:
                        step_seconds=step["seconds"], loss=step["loss"], skipped_steps=step["skipped_steps"],
                        loss_scale=step["loss_scale"])
         if "parts" in run:
-            terms = predicted(shape, t, args.precision, run["parts"], args.lora_rank)
+            terms = predicted(shape, t, cfg.precision, run["parts"], cfg.lora_rank)
             row["predicted_mib"] = terms.total / MIB
             row["predicted_terms_gib"] = terms.as_gib()
             if row.get("fits"):
@@ -90,21 +102,20 @@ def _compare(run: dict, args) -> list[dict]:
     return rows
 
 
-def _run_sizes(args, cap_bytes: int | None, started: float) -> list[dict]:
+def _run_sizes(cfg: Config, cap_bytes: int | None, started: float) -> list[dict]:
     runs = []
-    for size in args.sizes:
-        left = args.deadline - (time.monotonic() - started)
+    for size in cfg.sizes:
+        left = cfg.deadline - (time.monotonic() - started)
         if left < MIN_SECONDS:
-            runs.append({"size": size, "error": f"not run: {left:.0f}s of the {args.deadline:.0f}s deadline left"})
+            runs.append({"size": size, "error": f"not run: {left:.0f}s of the {cfg.deadline:.0f}s deadline left"})
             continue
-        if not args.json:
-            print(f"bench gpu: {size} ...", file=sys.stderr, flush=True)
-        threads = args.threads or os.cpu_count() or 1
-        argv = worker_argv(size, args, args.precision, args.tokens, parts=True, steps=True, device=args.device,
+        print(f"bench gpu: {size} ...", file=sys.stderr, flush=True)
+        threads = cfg.threads or os.cpu_count() or 1
+        argv = worker_argv(size, cfg, cfg.precision, cfg.tokens, parts=True, steps=True, device=cfg.device,
                            cap_bytes=cap_bytes, threads=threads)
         t0 = time.monotonic()
         try:
-            r = run_worker(WORKER, argv, min(args.timeout, left))
+            r = run_worker(WORKER, argv, min(cfg.timeout, left))
         except WorkerFailed as e:
             r = {"size": size, "error": f"the size's subprocess failed: {e}"}
         r["wall_seconds"] = time.monotonic() - t0
@@ -112,25 +123,22 @@ def _run_sizes(args, cap_bytes: int | None, started: float) -> list[dict]:
     return runs
 
 
-def run(args) -> int:
-    check_layouts(args, args.tokens)
-    info = _check_device(args.device)
+def measure(cfg: Config) -> dict[str, Any]:
+    cfg.validate(cfg.tokens)
+    info = _check_device(cfg.device)
     started = time.monotonic()
-    cap_bytes = int(args.cap_gb * 1e9) if args.cap_gb > 0 else None
-    runs = _run_sizes(args, cap_bytes, started)
-    rows = [row for r in runs for row in _compare(r, args)]
-    report = {"what": f"one {args.precision} GRPO update per size and length (grpo_update, LoRA r{args.lora_rank}, "
-                      f"one forward over one {args.turns}-turn trajectory of which {args.reply_tokens} tokens are the "
+    cap_bytes = int(cfg.cap_gb * 1e9) if cfg.cap_gb > 0 else None
+    runs = _run_sizes(cfg, cap_bytes, started)
+    rows = [row for r in runs for row in _compare(r, cfg)]
+    report = {"what": f"one {cfg.precision} GRPO update per size and length (grpo_update, LoRA r{cfg.lora_rank}, "
+                      f"one forward over one {cfg.turns}-turn trajectory of which {cfg.reply_tokens} tokens are the "
                       "model's), random weights, each size in a fresh subprocess",
-              "machine": info, "cap_bytes": cap_bytes, "precision": args.precision,
+              "machine": info, "cap_bytes": cap_bytes, "precision": cfg.precision,
               "memory": "peak allocated by torch's caching allocator (CUDA), peak RSS above the interpreter (CPU)",
-              "seconds": time.monotonic() - started, "deadline_seconds": args.deadline, "results": rows, "runs": runs}
-    _write(args.out, report)
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        _print(report, args.out)
-    return 0
+              "seconds": time.monotonic() - started, "deadline_seconds": cfg.deadline, "results": rows, "runs": runs}
+    report["out"] = cfg.out
+    _write(Path(cfg.out), report)
+    return report
 
 
 def _write(path: Path, report: dict) -> None:
@@ -141,8 +149,7 @@ def _write(path: Path, report: dict) -> None:
     tmp.replace(path)
 
 
-def _print(report: dict, out: Path) -> None:
-    c = Console(width=150)
+def show(report: dict, c) -> None:
     m = report["machine"]
     cap = report["cap_bytes"]
     c.print(f"fixrl bench gpu: {m.get('name', m['device'])}, torch {m['torch']}, cap "
@@ -162,4 +169,4 @@ def _print(report: dict, out: Path) -> None:
         if r.get("error"):
             t.add_row("", "", "", r["error"][:100], "", "", "", "")
     c.print(t)
-    c.print(f"written to {out} ({report['seconds']:.0f}s)", markup=False)
+    c.print(f"written to {report['out']} ({report['seconds']:.0f}s)", markup=False)

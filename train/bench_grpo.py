@@ -19,11 +19,10 @@ The comparison made in the same run is bf16 against fp32 (memory and time of the
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
+from dataclasses import dataclass, field
+from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from fixrl.harness.agent.precision import PRECISIONS
@@ -36,43 +35,56 @@ MIB = 2 ** 20
 WORKER = "fixrl.train.bench_update"
 
 
-def _list(kind, choices=None):
-    def parse(text: str) -> list:
-        items = [kind(x.strip()) for x in text.split(",") if x.strip()]
-        bad = [x for x in items if choices is not None and x not in choices]
-        if not items or bad:
-            raise argparse.ArgumentTypeError(f"{text!r}: give a comma-separated list of "
-                                             f"{', '.join(map(str, choices)) if choices else 'numbers'}")
-        return items
-    return parse
+@dataclass
+class ShapeConfig:
+    """What `bench grpo-step` and `bench gpu` share: what is measured, at what size."""
+
+    sizes: list[str] = field(default_factory=lambda: ["0.5b", "1.5b"])
+    """Model sizes of the whole update (0.5b, 1.5b, 3b or tiny), comma-separated."""
+    tokens: list[int] = field(default_factory=lambda: [5600])
+    """Trajectory lengths of the whole update, comma-separated."""
+    reply_tokens: int = 600
+    """Tokens the policy sampled."""
+    turns: int = 6
+    """Assistant turns."""
+    prompt_tokens: int = 1000
+    """System prompt + tools + issue."""
+    chunk_size: int = 256
+    """Reply positions per output-head chunk."""
+    lora_rank: int = 16
+    """LoRA rank of the adapter (all linear layers)."""
+    layers: int | None = None
+    """Decoder layers of every size (None: each size's own; fewer for a quick run)."""
+
+    def validate(self, lengths: list[int]) -> None:
+        """BenchError naming the flag for sizes that do not exist and trajectories that cannot be laid out."""
+        check_choices("--sizes", self.sizes, sorted(SHAPES))
+        for t in lengths:
+            try:
+                layout(t, self.reply_tokens, self.turns, self.prompt_tokens)
+            except ValueError as e:
+                raise BenchError(f"--tokens {t}: {e} (--reply-tokens, --turns, --prompt-tokens)") from None
 
 
-def add_shape_arguments(parser, sizes: str, tokens: str) -> None:
-    """The options `grpo-step` and `gpu` share: what is measured, at what size."""
-    parser.add_argument("--sizes", type=_list(str, sorted(SHAPES)), default=_list(str)(sizes),
-                        help=f"model sizes, comma-separated, of {', '.join(sorted(SHAPES))} (default {sizes})")
-    parser.add_argument("--tokens", type=_list(int), default=_list(int)(tokens),
-                        help=f"trajectory lengths of the whole update, comma-separated (default {tokens})")
-    parser.add_argument("--reply-tokens", type=int, default=600, help="tokens the policy sampled (default 600)")
-    parser.add_argument("--turns", type=int, default=6, help="assistant turns (default 6)")
-    parser.add_argument("--prompt-tokens", type=int, default=1000, help="system prompt + tools + issue")
-    parser.add_argument("--chunk-size", type=int, default=256, help="reply positions per output-head chunk")
-    parser.add_argument("--lora-rank", type=int, default=16)
-    parser.add_argument("--layers", type=int, default=None,
-                        help="decoder layers of every size (default: each size's own; fewer for a quick run)")
+def check_choices(flag: str, given: list[str], allowed: list[str] | tuple[str, ...]) -> None:
+    if not given or any(x not in allowed for x in given):
+        raise BenchError(f"{flag} {','.join(given)}: give a comma-separated list of {', '.join(allowed)}")
 
 
-def add_arguments(parser) -> None:
-    add_shape_arguments(parser, "0.5b,1.5b", "5600")
-    parser.add_argument("--precisions", type=_list(str, PRECISIONS), default=["bf16", "fp32"],
-                        help="precisions of the whole update, comma-separated (default bf16,fp32; fp16 on a CPU "
-                             "without AVX512-FP16 is ~40x slower)")
-    parser.add_argument("--model-sizes", type=_list(str, sorted(SHAPES)), default=list(QWEN25),
-                        help="sizes the memory model predicts (default 0.5b,1.5b,3b)")
-    parser.add_argument("--model-tokens", type=_list(int), default=[5600, 8000],
-                        help="lengths the memory model predicts (default 5600,8000)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: CPU time is the work done)")
-    parser.add_argument("--timeout", type=float, default=7200, help="seconds per measurement subprocess")
+@dataclass
+class Config(ShapeConfig):
+    """`fixrl bench grpo-step`."""
+
+    precisions: list[str] = field(default_factory=lambda: ["bf16", "fp32"])
+    """Precisions of the whole update, comma-separated (fp16 on a CPU without AVX512-FP16 is ~40x slower)."""
+    model_sizes: list[str] = field(default_factory=lambda: list(QWEN25))
+    """Sizes the memory model predicts."""
+    model_tokens: list[int] = field(default_factory=lambda: [5600, 8000])
+    """Lengths the memory model predicts."""
+    threads: int = 1
+    """Torch threads (1: CPU time is the work done)."""
+    timeout: float = 7200
+    """Seconds per measurement subprocess."""
 
 
 def shape_of(size: str, layers: int | None) -> ModelShape:
@@ -80,22 +92,14 @@ def shape_of(size: str, layers: int | None) -> ModelShape:
     return shape.with_layers(layers) if layers else shape
 
 
-def check_layouts(args, lengths: list[int]) -> None:
-    for t in lengths:
-        try:
-            layout(t, args.reply_tokens, args.turns, args.prompt_tokens)
-        except ValueError as e:
-            raise BenchError(f"--tokens {t}: {e} (--reply-tokens, --turns, --prompt-tokens)") from None
-
-
-def worker_argv(size: str, args, precision: str, tokens: list[int], *, parts: bool, steps: bool,
+def worker_argv(size: str, cfg: ShapeConfig, precision: str, tokens: list[int], *, parts: bool, steps: bool,
                 device: str = "cpu", cap_bytes: int | None = None, threads: int = 1) -> list[str]:
     argv = ["--size", size, "--precision", precision, "--device", device, "--tokens", ",".join(map(str, tokens)),
-            "--reply-tokens", str(args.reply_tokens), "--turns", str(args.turns), "--prompt-tokens",
-            str(args.prompt_tokens), "--chunk-size", str(args.chunk_size), "--lora-rank", str(args.lora_rank),
+            "--reply-tokens", str(cfg.reply_tokens), "--turns", str(cfg.turns), "--prompt-tokens",
+            str(cfg.prompt_tokens), "--chunk-size", str(cfg.chunk_size), "--lora-rank", str(cfg.lora_rank),
             "--threads", str(threads)]
-    if args.layers:
-        argv += ["--layers", str(args.layers)]
+    if cfg.layers:
+        argv += ["--layers", str(cfg.layers)]
     if cap_bytes:
         argv += ["--cap-bytes", str(int(cap_bytes))]
     return argv + (["--parts"] if parts else []) + (["--steps"] if steps else [])
@@ -108,27 +112,26 @@ def predicted(shape: ModelShape, tokens: int, precision: str, parts: dict, rank:
     return predict(shape, tokens, precision, head_chunk=head, layer=layer, rank=rank)
 
 
-def _say(args, text: str) -> None:
-    if not getattr(args, "json", False):
-        print(text, file=sys.stderr, flush=True)
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
-def _measure(args, size: str, precision: str, tokens: list[int], **kw) -> dict:
+def _measure(cfg: Config, size: str, precision: str, tokens: list[int], **kw) -> dict:
     try:
-        return run_worker(WORKER, worker_argv(size, args, precision, tokens, threads=args.threads, **kw), args.timeout)
+        return run_worker(WORKER, worker_argv(size, cfg, precision, tokens, threads=cfg.threads, **kw), cfg.timeout)
     except WorkerFailed as e:
         return {"size": size, "precision": precision, "error": f"the measurement failed: {e}"}
 
 
-def measure_parts(args) -> dict[tuple[str, str], dict]:
+def measure_parts(cfg: Config) -> dict[tuple[str, str], dict]:
     """The memory model's measured terms, by (size, precision): bf16 (for fp16) for every size it
     predicts, and each precision of each update measured (to check the model against it)."""
-    lengths = sorted(set(args.model_tokens) | set(args.tokens))
-    wanted = [(s, "bf16") for s in args.model_sizes] + [(s, p) for s in args.sizes for p in args.precisions]
+    lengths = sorted(set(cfg.model_tokens) | set(cfg.tokens))
+    wanted = [(s, "bf16") for s in cfg.model_sizes] + [(s, p) for s in cfg.sizes for p in cfg.precisions]
     out = {}
     for size, precision in dict.fromkeys(wanted):
-        _say(args, f"measuring the memory model's parts at {size}, {precision} ...")
-        r = _measure(args, size, precision, lengths, parts=True, steps=False)
+        _say(f"measuring the memory model's parts at {size}, {precision} ...")
+        r = _measure(cfg, size, precision, lengths, parts=True, steps=False)
         if "parts" not in r:
             raise BenchError(f"bench grpo-step: the parts of {size} ({precision}) could not be measured: "
                              f"{r.get('error')}")
@@ -136,22 +139,22 @@ def measure_parts(args) -> dict[tuple[str, str], dict]:
     return out
 
 
-def measure_updates(args, parts: dict[tuple[str, str], dict]) -> list[dict]:
+def measure_updates(cfg: Config, parts: dict[tuple[str, str], dict]) -> list[dict]:
     """The whole update for each size and precision that fits in the memory available."""
     runs = []
-    for size in args.sizes:
-        shape = shape_of(size, args.layers)
-        for precision in args.precisions:
-            terms = [predicted(shape, t, precision, parts[size, precision], args.lora_rank) for t in args.tokens]
+    for size in cfg.sizes:
+        shape = shape_of(size, cfg.layers)
+        for precision in cfg.precisions:
+            terms = [predicted(shape, t, precision, parts[size, precision], cfg.lora_rank) for t in cfg.tokens]
             need = max(t.total for t in terms) * 1.1 / GIB + 1.5  # + the interpreter, libraries, margin
             avail = available_gib()
             if avail is not None and need > avail:
                 runs.append({"size": size, "precision": precision, "skipped": f"does not fit in this machine's "
                              f"memory: needs about {need:.1f} GiB, {avail:.1f} GiB available"})
                 continue
-            _say(args, f"measuring one GRPO update at {size}, {precision} ...")
-            r = _measure(args, size, precision, args.tokens, parts=False, steps=True)
-            for t, term in zip(args.tokens, terms):
+            _say(f"measuring one GRPO update at {size}, {precision} ...")
+            r = _measure(cfg, size, precision, cfg.tokens, parts=False, steps=True)
+            for t, term in zip(cfg.tokens, terms):
                 step = (r.get("steps") or {}).get(str(t))
                 if step and step.get("fits"):
                     step["model_total_mib"] = term.total / MIB
@@ -160,31 +163,29 @@ def measure_updates(args, parts: dict[tuple[str, str], dict]) -> list[dict]:
     return runs
 
 
-def run(args) -> int:
-    check_layouts(args, sorted(set(args.model_tokens) | set(args.tokens)))
-    parts = measure_parts(args)
+def measure(cfg: Config) -> dict[str, Any]:
+    check_choices("--precisions", cfg.precisions, PRECISIONS)
+    check_choices("--model-sizes", cfg.model_sizes, sorted(SHAPES))
+    cfg.validate(sorted(set(cfg.model_tokens) | set(cfg.tokens)))
+    parts = measure_parts(cfg)
     predictions = []
-    for size in args.model_sizes:
-        for t in args.model_tokens:
-            terms = predicted(SHAPES[size], t, "fp16", parts[size, "bf16"], args.lora_rank)
+    for size in cfg.model_sizes:
+        for t in cfg.model_tokens:
+            terms = predicted(SHAPES[size], t, "fp16", parts[size, "bf16"], cfg.lora_rank)
             predictions.append({"size": size, "shape": SHAPES[size].name, "tokens": t, "gib": terms.as_gib(),
                                 "fits_t4": terms.total <= T4_BYTES})
-    runs = measure_updates(args, parts)
+    runs = measure_updates(cfg, parts)
     r = {"what": "one GRPO update (grpo_update: forward, backward, AdamW; LoRA r16 all-linear; one forward over one "
-                 f"{args.turns}-turn trajectory) at Qwen2.5 shapes with random weights, CPU, {args.threads} torch "
+                 f"{cfg.turns}-turn trajectory) at Qwen2.5 shapes with random weights, CPU, {cfg.threads} torch "
                  "thread(s)",
          "memory_method": "peak RSS above the RSS before any model (fresh subprocess each; train/bench_proc.py)",
-         "updates": runs, "ratios": _ratios(runs, args.tokens[0]),
+         "updates": runs, "ratios": _ratios(runs, cfg.tokens[0]),
          "memory_model": {"what": "predicted peak of an fp16 LoRA update on a GPU (train/memory_model.py): weights + "
                                   "adapter and AdamW + checkpointed block inputs + max(one head chunk, one layer's "
                                   "backward), the last two measured here in bf16 on one-layer models",
                           "t4_gb": T4_BYTES / 1e9, "predictions": predictions},
          "parts": {f"{size} {precision}": p for (size, precision), p in parts.items()}}
-    if args.json:
-        print(json.dumps(r, indent=2))
-    else:
-        _print(r)
-    return 0
+    return r
 
 
 def _ratios(runs: list[dict], tokens: int) -> dict[str, float]:
@@ -199,8 +200,7 @@ def _ratios(runs: list[dict], tokens: int) -> dict[str, float]:
     return out
 
 
-def _print(r: dict) -> None:
-    c = Console(width=150)
+def show(r: dict, c) -> None:
     c.print(f"[bold]fixrl bench grpo-step[/]: {r['what']}", markup=True)
     c.print(f"memory: {r['memory_method']}", markup=False)
     t = Table(title="one whole GRPO update, measured")

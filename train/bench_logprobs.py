@@ -33,13 +33,13 @@ CPU time is the work done. Wall-clock seconds of the same run are reported besid
 """
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import sys
 import time
+from dataclasses import asdict, dataclass
+from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from fixrl.sandbox.bench import BenchError
@@ -57,29 +57,38 @@ REAL_LAYERS = 24
 WORKERS = ("head_chunk", "head_fixrl", "head_naive", "step_fixrl", "step_per_turn", "step_naive")
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("--layers", type=_layers, default=4,
-                        help=f"decoder layers, or `all` (Qwen2.5-0.5B has {REAL_LAYERS}; default 4 for speed)")
-    parser.add_argument("--tokens", type=int, default=5600, help="trajectory length")
-    parser.add_argument("--reply-tokens", type=int, default=600, help="tokens the policy sampled")
-    parser.add_argument("--turns", type=int, default=6, help="assistant turns")
-    parser.add_argument("--prompt-tokens", type=int, default=1000, help="system prompt + tools + issue")
-    parser.add_argument("--chunk-size", type=int, default=256, help="fixrl's reply positions per head chunk")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads per measurement (1: CPU time is the work done, no spin-waiting)")
-    parser.add_argument("--timeout", type=float, default=3600, help="seconds per measurement")
-    parser.add_argument("--worker", choices=WORKERS, help=argparse.SUPPRESS)
+@dataclass
+class Config:
+    """`fixrl bench logprobs`."""
+
+    layers: str = "4"
+    """Decoder layers: a number from 1 to 24, or `all` (Qwen2.5-0.5B has 24; 4 keeps the run to minutes)."""
+    tokens: int = 5600
+    """Trajectory length."""
+    reply_tokens: int = 600
+    """Tokens the policy sampled."""
+    turns: int = 6
+    """Assistant turns."""
+    prompt_tokens: int = 1000
+    """System prompt + tools + issue."""
+    chunk_size: int = 256
+    """fixrl's reply positions per head chunk."""
+    threads: int = 1
+    """Torch threads per measurement (1: CPU time is the work done, no spin-waiting)."""
+    timeout: float = 3600
+    """Seconds per measurement."""
 
 
-def _layers(text: str) -> int:
-    if text == "all":
+def layer_count(layers: str) -> int:
+    """`--layers` as a number of decoder layers; BenchError naming the flag when it is not one."""
+    if layers == "all":
         return REAL_LAYERS
     try:
-        n = int(text)
+        n = int(layers)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--layers {text!r}: a number of layers or `all`") from None
+        raise BenchError(f"bench logprobs: --layers {layers!r}: a number of layers or `all`") from None
     if not 1 <= n <= REAL_LAYERS:
-        raise argparse.ArgumentTypeError(f"--layers {n}: between 1 and {REAL_LAYERS}")
+        raise BenchError(f"bench logprobs: --layers {n}: between 1 and {REAL_LAYERS}")
     return n
 
 
@@ -104,22 +113,22 @@ def largest_chunk(n: int, chunk_size: int) -> int:
 
 
 # ----------------------------------------------------------------------------- worker side
-def _worker(args) -> dict:
+def _worker(name: str, cfg: Config) -> dict:
     import torch  # noqa: PLC0415 - the command line imports this bench for its flags
     from peft import LoraConfig, get_peft_model  # noqa: PLC0415 - the command line imports this bench for its flags
     from transformers import Qwen2Config, Qwen2ForCausalLM  # noqa: PLC0415 - the command line imports this bench for its flags
 
     from fixrl.train.logprobs import head_log_probs, plain_log_probs, reply_log_probs, split_causal_lm  # noqa: PLC0415 - torch: the command line imports this bench for its flags
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(cfg.threads)
     torch.manual_seed(0)
-    cfg = Qwen2Config(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=INTERMEDIATE,
-                      num_hidden_layers=args.layers, num_attention_heads=HEADS, num_key_value_heads=KV_HEADS,
-                      max_position_embeddings=32768, tie_word_embeddings=True)
-    model = get_peft_model(Qwen2ForCausalLM(cfg).float(),
+    shape = Qwen2Config(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=INTERMEDIATE,
+                        num_hidden_layers=layer_count(cfg.layers), num_attention_heads=HEADS,
+                        num_key_value_heads=KV_HEADS, max_position_embeddings=32768, tie_word_embeddings=True)
+    model = get_peft_model(Qwen2ForCausalLM(shape).float(),
                            LoraConfig(r=16, lora_alpha=32, target_modules="all-linear"))
     model.train()
-    spans = layout(args.tokens, args.reply_tokens, args.turns, args.prompt_tokens)
+    spans = layout(cfg.tokens, cfg.reply_tokens, cfg.turns, cfg.prompt_tokens)
     T = spans[-1][1]
     ids = torch.randint(0, VOCAB, (1, T), generator=torch.Generator().manual_seed(1))
     mask = torch.zeros(1, T, dtype=torch.long)
@@ -132,7 +141,7 @@ def _worker(args) -> dict:
         plain_log_probs(model, ids, mask).sum().backward()
 
     def step_fixrl():
-        reply_log_probs(model, ids, mask, chunk_size=args.chunk_size).sum().backward()
+        reply_log_probs(model, ids, mask, chunk_size=cfg.chunk_size).sum().backward()
 
     def step_per_turn():
         for a, b in spans:
@@ -149,12 +158,12 @@ def _worker(args) -> dict:
 
     def head_fixrl(n: int | None = None):
         r, c = (rows, cols) if n is None else (rows[:n], cols[:n])
-        logp, _ = head_log_probs(head, hidden[r, c - 1], ids[r, c], 1.0, args.chunk_size)
+        logp, _ = head_log_probs(head, hidden[r, c - 1], ids[r, c], 1.0, cfg.chunk_size)
         logp.sum().backward()
 
     run = {"step_naive": step_naive, "step_fixrl": step_fixrl, "step_per_turn": step_per_turn,
            "head_naive": head_naive, "head_fixrl": head_fixrl,
-           "head_chunk": lambda: head_fixrl(largest_chunk(len(rows), args.chunk_size))}[args.worker]
+           "head_chunk": lambda: head_fixrl(largest_chunk(len(rows), cfg.chunk_size))}[name]
     # warm-up: thread pools, BLAS and allocator paths, on a short prefix
     reply_log_probs(model, ids[:, :64], torch.cat([torch.zeros(1, 32), torch.ones(1, 32)], 1).long()).sum().backward()
     model.zero_grad(set_to_none=True)
@@ -165,18 +174,15 @@ def _worker(args) -> dict:
     run()
     seconds, cpu = time.perf_counter() - t0, cpu_seconds() - c0
     peak = status_mib("VmHWM")
-    return {"method": args.worker, "peak_mib": peak - before, "seconds": seconds, "cpu_seconds": cpu,
+    return {"method": name, "peak_mib": peak - before, "seconds": seconds, "cpu_seconds": cpu,
             "threads": torch.get_num_threads(), "exact_peak": exact,
-            "tokens": T, "reply_tokens": int(mask.sum()), "layers": args.layers}
+            "tokens": T, "reply_tokens": int(mask.sum()), "layers": layer_count(cfg.layers)}
 
 
 # ----------------------------------------------------------------------------- driver side
-def _measure(name: str, args) -> dict:
-    argv = ["--worker", name, "--layers", str(args.layers), "--tokens", str(args.tokens), "--reply-tokens",
-            str(args.reply_tokens), "--turns", str(args.turns), "--prompt-tokens", str(args.prompt_tokens),
-            "--chunk-size", str(args.chunk_size), "--threads", str(args.threads)]
+def _measure(name: str, cfg: Config) -> dict:
     try:
-        return run_worker("fixrl.train.bench_logprobs", argv, args.timeout)
+        return run_worker("fixrl.train.bench_logprobs", [name, json.dumps(asdict(cfg))], cfg.timeout)
     except WorkerFailed as e:
         raise BenchError(f"bench logprobs: {name} failed ({e}); --timeout sets the seconds per measurement") from None
 
@@ -189,22 +195,22 @@ def naive_need_gib(tokens: int, layers: int) -> tuple[float, float]:
     return head, head + layers * tokens * (12 * HIDDEN + 5 * INTERMEDIATE) * 4 / 2**30
 
 
-def _plan(args) -> dict[str, str]:
+def _plan(cfg: Config, layers: int) -> dict[str, str]:
     """Workers to skip (name -> why); BenchError when even the naive head stage cannot fit."""
     avail = available_gib()
     if avail is None:
         return {}
-    head, step = naive_need_gib(args.tokens, args.layers)
+    head, step = naive_need_gib(cfg.tokens, layers)
     if avail < head:
         raise BenchError(f"the naive baseline's head stage needs about {head:.1f} GiB and {avail:.1f} GiB is "
                          "available; free memory or pass a smaller --tokens (and --reply-tokens)")
     if avail < step:
-        return {"step_naive": f"not run: needs about {step:.1f} GiB ({args.layers} layers' activations and the "
+        return {"step_naive": f"not run: needs about {step:.1f} GiB ({layers} layers' activations and the "
                               f"[T, V] logits), {avail:.1f} GiB available"}
     return {}
 
 
-def _ratios(results: dict, args) -> dict[str, float]:
+def _ratios(results: dict, layers: int) -> dict[str, float]:
     step = {k: results.get(f"step_{k}") for k in ("naive", "per_turn", "fixrl")}
     headm = {k: results[f"head_{k}"] for k in ("naive", "fixrl", "chunk")}
     r = {
@@ -216,47 +222,44 @@ def _ratios(results: dict, args) -> dict[str, float]:
     if "peak_mib" in (step["naive"] or {}):
         r["step_memory_naive_over_fixrl"] = step["naive"]["peak_mib"] / step["fixrl"]["peak_mib"]
         r["time_naive_over_fixrl"] = step["naive"]["cpu_seconds"] / step["fixrl"]["cpu_seconds"]
-    if args.layers < REAL_LAYERS:
+    if layers < REAL_LAYERS:
         # The head's work is the same in (b) and (c) (the same reply positions); the rest is the
         # decoder, linear in the layer count: project the ratio to the real model's 24 layers.
         head_s = headm["fixrl"]["cpu_seconds"]
-        per_layer = {k: max(step[k]["cpu_seconds"] - head_s, 0.0) / args.layers for k in ("per_turn", "fixrl")}
+        per_layer = {k: max(step[k]["cpu_seconds"] - head_s, 0.0) / layers for k in ("per_turn", "fixrl")}
         r[f"time_per_turn_over_fixrl_projected_{REAL_LAYERS}_layers"] = (
             (REAL_LAYERS * per_layer["per_turn"] + head_s) / (REAL_LAYERS * per_layer["fixrl"] + head_s))
     return r
 
 
-def run(args) -> int:
-    if args.worker:
-        print(json.dumps(_worker(args)))
-        return 0
+def measure(cfg: Config) -> dict[str, Any]:
+    layers = layer_count(cfg.layers)
     try:
-        spans = layout(args.tokens, args.reply_tokens, args.turns, args.prompt_tokens)
+        spans = layout(cfg.tokens, cfg.reply_tokens, cfg.turns, cfg.prompt_tokens)
     except ValueError as e:
         raise BenchError(str(e)) from None
-    skip = _plan(args)
+    skip = _plan(cfg, layers)
     results = {}
     for name in WORKERS:
         if name in skip:
             results[name] = {"method": name, "skipped": skip[name]}
             continue
-        if not args.json:
-            print(f"measuring {name} ...", file=sys.stderr, flush=True)
-        results[name] = _measure(name, args)
-    chunk_rows = largest_chunk(sum(b - a for a, b in spans), args.chunk_size)
+        print(f"measuring {name} ...", file=sys.stderr, flush=True)
+        results[name] = _measure(name, cfg)
+    chunk_rows = largest_chunk(sum(b - a for a, b in spans), cfg.chunk_size)
     r = {
-        "model": f"Qwen2.5-0.5B dimensions, random weights, {args.layers} of {REAL_LAYERS} decoder layers, "
+        "model": f"Qwen2.5-0.5B dimensions, random weights, {layers} of {REAL_LAYERS} decoder layers, "
                  "LoRA r=16 on all linear layers, float32 on CPU",
         "trajectory": {"tokens": spans[-1][1], "reply_tokens": results["step_fixrl"]["reply_tokens"],
-                       "turns": len(spans), "chunk_size": args.chunk_size},
-        "time_method": f"CPU seconds of the step (getrusage user+sys, {args.threads} torch thread(s)); "
+                       "turns": len(spans), "chunk_size": cfg.chunk_size},
+        "time_method": f"CPU seconds of the step (getrusage user+sys, {cfg.threads} torch thread(s)); "
                        "wall seconds beside it",
         "memory_method": "peak RSS above the pre-step RSS, one subprocess per measurement (VmHWM reset via "
                          "/proc/self/clear_refs; glibc mmap threshold 128 KiB so freed tensors leave RSS)",
         "one_tensor_mib": {"T_x_V_float32": spans[-1][1] * VOCAB * 4 / 2**20,
                            "chunk_x_V_float32": chunk_rows * VOCAB * 4 / 2**20},
         "results": results,
-        "ratios": _ratios(results, args),
+        "ratios": _ratios(results, layers),
     }
     ratios = r["ratios"]
     r["targets"] = {
@@ -265,15 +268,10 @@ def run(args) -> int:
         "time >= 3x below one forward per turn": ratios["time_per_turn_over_fixrl"] >= 3,
     }
     r["exact_peaks"] = all(x["exact_peak"] for x in results.values() if "exact_peak" in x)
-    if args.json:
-        print(json.dumps(r, indent=2))
-    else:
-        _print(r)
-    return 0
+    return r
 
 
-def _print(r: dict) -> None:
-    c = Console()
+def show(r: dict, c) -> None:
     t = r["trajectory"]
     c.print(f"[bold]fixrl bench logprobs[/]: {r['model']}")
     c.print(f"trajectory: {t['tokens']} tokens, {t['reply_tokens']} of them the model's, {t['turns']} turns; "
@@ -308,8 +306,6 @@ def _print(r: dict) -> None:
         c.print(f"  target {k}: {'[green]met[/]' if ok else '[red]missed[/]'}")
 
 
-if __name__ == "__main__":
-    p = argparse.ArgumentParser(prog="python -m train.bench_logprobs")
-    p.add_argument("--json", action="store_true")
-    add_arguments(p)
-    sys.exit(run(p.parse_args()))
+if __name__ == "__main__":  # a measurement subprocess: `python -m ... WORKER CONFIG_JSON`
+    worker, config = sys.argv[1:]
+    print(json.dumps(_worker(worker, Config(**json.loads(config)))))

@@ -107,23 +107,34 @@ def test_bench_gpu_deadline_and_device_errors(tmp_path, capsys):
 def test_bench_logprobs_layers_all_plans_around_the_naive_step(monkeypatch):
     """At all 24 layers the naive step needs more than this machine has: it is left out with the
     reason, while the naive head stage (the logits-memory baseline) still runs."""
-    import argparse
-
     from fixrl.sandbox.bench import BenchError
     from fixrl.train import bench_logprobs as bl
 
-    p = argparse.ArgumentParser()
-    bl.add_arguments(p)
-    args = p.parse_args(["--layers", "all"])
-    assert args.layers == bl.REAL_LAYERS
-    with pytest.raises(SystemExit):
-        p.parse_args(["--layers", "25"])
-    head, step = bl.naive_need_gib(args.tokens, args.layers)
+    cfg = bl.Config(layers="all")
+    layers = bl.layer_count(cfg.layers)
+    assert layers == bl.REAL_LAYERS
+    for bad in ("25", "0", "many"):
+        with pytest.raises(BenchError, match="--layers"):
+            bl.layer_count(bad)
+    head, step = bl.naive_need_gib(cfg.tokens, layers)
     monkeypatch.setattr(bl, "available_gib", lambda: (head + step) / 2)
-    skip = bl._plan(args)
+    skip = bl._plan(cfg, layers)
     assert list(skip) == ["step_naive"] and f"{step:.1f} GiB" in skip["step_naive"]
     monkeypatch.setattr(bl, "available_gib", lambda: step + 1)
-    assert bl._plan(args) == {}
+    assert bl._plan(cfg, layers) == {}
     monkeypatch.setattr(bl, "available_gib", lambda: head / 2)
     with pytest.raises(BenchError, match="smaller --tokens"):
-        bl._plan(args)
+        bl._plan(cfg, layers)
+
+
+def test_bench_logprobs_worker_runs_from_the_config(capsys):
+    """The measurement subprocess gets the config as JSON and reports the step it ran: the
+    fixrl head on the largest chunk, at one layer and a short trajectory (seconds)."""
+    from fixrl.harness.cli import main
+    from fixrl.train import bench_logprobs as bl
+
+    cfg = bl.Config(layers="1", tokens=400, reply_tokens=60, turns=3, prompt_tokens=100, chunk_size=32)
+    r = bl._measure("head_chunk", cfg)
+    assert r["method"] == "head_chunk" and r["layers"] == 1 and r["reply_tokens"] == 60 and r["cpu_seconds"] > 0
+    assert main(["bench", "logprobs", "--layers", "99"]) == 2
+    assert "--layers 99" in capsys.readouterr().err

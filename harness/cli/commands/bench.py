@@ -31,12 +31,8 @@ def register(sub) -> None:
         p = bench_sub.add_parser(name, help=help_text, description=module.__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("--json", action="store_true", help="print the figures as JSON")
-        if hasattr(module, "Config"):
-            add_config_flags(p, module.Config)
-            p.set_defaults(func=lambda args, m=module: _run(m, args))
-        else:  # TODO(issue 25 merge): bench logprobs moves to Config / measure / show
-            module.add_arguments(p)
-            p.set_defaults(func=module.run)
+        add_config_flags(p, module.Config)
+        p.set_defaults(func=lambda args, m=module: _run(m, args))
 
 
 def _run(module, args: argparse.Namespace) -> int:
