@@ -408,7 +408,11 @@ class ToolEnv:
         """Judge the agent's change of `path` (as it sees it, renamed) to `after` (None: deleted)
         by the task's change policy (tasks.policy), against the file's original. None when it
         complies; else the refusal to show the agent, the refusal counted against the edit budget
-        (whatever `count_failed_edits` says). Tools call it before writing anything."""
+        (whatever `count_failed_edits` says). Tools call it before writing anything. Test files
+        pass: they never reach the check (`carried_changes` drops them), and editing them is what
+        `reward='public'` studies."""
+        if is_test_path(path):
+            return None
         ctx = tpol.for_task(self.task)
         original = ctx.original(path)
         if after is not None:

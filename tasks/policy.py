@@ -83,7 +83,9 @@ NAME_TAKERS = {"getattr": 1, "setattr": 1, "delattr": 1, "hasattr": 1, "operator
                "operator.methodcaller": 0, "inspect.getattr_static": 1}
 NAME_TABLES = frozenset({"vars", "globals", "locals", "dir"})
 
-DANGEROUS_BUILTINS = frozenset({"exec", "eval", "compile", "__import__", "open", "breakpoint", "exit", "quit"})
+DANGEROUS_BUILTINS = frozenset({"exec", "eval", "compile", "__import__", "open", "breakpoint", "exit", "quit",
+                                "SystemExit", "KeyboardInterrupt"})
+ALWAYS_IMPORTABLE = frozenset({"__future__"})
 
 # Modules that other modules hold as attributes (`typing.sys`, `random._os`): reaching one that
 # way is an import in disguise.
@@ -301,8 +303,8 @@ def _name_finding(name: str, line: int, how: str, defining: bool = False) -> _Fi
     gains as a method or attribute), or None."""
     if name in COMPARISON_DUNDERS and defining:
         return _Finding("comparison-dunders", "<defines>", line,
-                        f"{how} `{name}`, which decides how a value compares, hashes or converts; keep "
-                        "the classes' existing behaviour (fix the function that computes the value)")
+                        f"{how} `{name}`, which decides how a value compares, hashes, converts or finds "
+                        "attributes; keep the classes' existing behaviour (fix the function that computes the value)")
     if _is_dunder(name) and name not in BENIGN_DUNDERS:
         return _Finding("introspection", name, line, f"{how} `{name}`, a dunder this file did not use; "
                         "use the object's ordinary attributes and functions")
@@ -437,7 +439,7 @@ class _Walker:
             if computed:
                 self.add(_Finding("computed-names", canon, line, f"`{canon}` with a name computed at run time; "
                                   "write the attribute name as a literal (or access it directly)"))
-        if isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "format_map") and not (
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "format_map", "vformat") and not (
                 isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str)):
             self.add(_Finding("computed-names", "<format-computed>", line, "`.format` on a string built at run "
                               "time can reach attributes; format a literal string or use an f-string"))
@@ -498,7 +500,7 @@ def _code_violations(path: str, original: str | None, new: str, policy: ChangePo
         if (f.rule, f.key) in allowed or (f.rule, f.key, f.line) in seen:
             continue
         if f.rule == "imports":
-            if f.key in policy.allow_imports or f.key in file_imports:
+            if f.key in policy.allow_imports or f.key in file_imports or f.key in ALWAYS_IMPORTABLE:
                 continue
             if f.key in repo_modules and f.key not in INTERPRETER_MODULES:
                 continue
@@ -519,16 +521,17 @@ def judge_changes(changes: dict[str, tuple[str | None, str | None]], policy: Cha
 
 def repo_modules(root: Path) -> frozenset[str]:
     """Top-level modules imported by the repository's non-test Python sources under `root`,
-    and the repository's own top-level packages and modules."""
+    and the names of the repository's own packages and modules."""
     out: set[str] = set()
     for p in root.rglob("*.py"):
         rel = p.relative_to(root).as_posix()
         if ".git" in p.parts or not p.is_file() or p.is_symlink():
             continue
-        if len(p.relative_to(root).parts) <= 2:
-            out.add(p.relative_to(root).parts[0].removesuffix(".py"))
         if is_test_path(rel):
             continue
+        # the repository's own modules and packages, at any depth (src/ layouts included)
+        names = (part.removesuffix(".py") for part in p.relative_to(root).parts)
+        out.update(n for n in names if n.isidentifier() and not _is_dunder(n))
         try:
             tree = _parse(p.read_text(encoding="utf-8", errors="replace"))
         except OSError:

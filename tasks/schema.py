@@ -24,6 +24,7 @@ A task file:
       tests: [tests/test_hidden.py::test_add, tests/test_hidden.py::test_mul]
     tags: [family:wrong_arith]
     split: train
+    policy: {relax: [imports]}      # the change policy (docs/change-policy.md); suite.yaml may set it too
 
 Without a `tasks/` folder the suite root's own `*.yaml` files (not `suite.yaml`) are the task
 files. Fields that hold text (`bug`, `fix`, `bug_files` values, `check.files` values) take
