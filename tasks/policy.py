@@ -32,7 +32,9 @@ files the code opens through a module the original already used for files.
 from __future__ import annotations
 
 import ast
+import functools
 import re
+import shutil
 import sys
 import tempfile
 import threading
@@ -41,8 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Iterator
 
-from fixrl.tasks.materialize import cached_tree, is_test_path, materialize
-from fixrl.tasks.schema import POLICY_RULES, ChangePolicy, Task
+from fixrl.tasks.loader import field_text, repo_path
+from fixrl.tasks.materialize import apply_patch, cached_tree, changed_paths, is_test_path, materialize
+from fixrl.tasks.schema import POLICY_RULES, ChangePolicy, GitRepo, Task
 
 # Modules that reach the interpreter, the process or the filesystem: a changed file may import
 # one only if its original did (the repository importing one elsewhere is not enough).
@@ -544,6 +547,11 @@ def repo_modules(root: Path) -> frozenset[str]:
     return frozenset(out)
 
 
+@functools.lru_cache(maxsize=64)
+def _dir_modules(root: Path) -> frozenset[str]:
+    return repo_modules(root)
+
+
 def tree_changes(before: Path, after: Path) -> dict[str, tuple[str | None, str | None]]:
     """path -> (text in `before` or None, text in `after` or None) for every regular file that
     differs between two repository trees (e.g. the buggy state and the reference fix)."""
@@ -599,7 +607,11 @@ def for_task(task: Task) -> TaskPolicy:
     if hit is not None:
         return hit
     root = cached_tree(task, "buggy")
-    made = TaskPolicy(task.policy, root, repo_modules(root))
+    clean = repo_path(task)
+    # A plain repository directory is shared by a suite's tasks: its modules are read once.
+    modules = _dir_modules(clean.resolve()) if not isinstance(task.repo, GitRepo) and clean.is_dir() \
+        else repo_modules(root)
+    made = TaskPolicy(task.policy, root, modules)
     with _TASKS_LOCK:
         if id(task) not in _TASKS:
             _TASKS[id(task)] = made
@@ -609,11 +621,31 @@ def for_task(task: Task) -> TaskPolicy:
 
 def reference_violations(task: Task) -> list[Violation]:
     """How the task's reference fix (on the buggy tree) breaks its policy, rules it relaxes
-    left out; [] for tasks without a fix. No sandbox: the patches are applied on the host."""
+    left out; [] for tasks without a fix. No sandbox: the fix patch is applied on the host, to
+    a copy of the files it touches."""
     if task.kind != "fix" or not task.fix:
         return []
     ctx = for_task(task)
+    fix = field_text(task, task.fix)
     with tempfile.TemporaryDirectory(prefix="fixrl-policy-") as tmp:
-        fixed = materialize(task, Path(tmp) / "fixed", "fixed")
-        changes = tree_changes(ctx.root, fixed)
+        before, after = Path(tmp) / "before", Path(tmp) / "after"
+        for rel in changed_paths(fix):
+            src = ctx.root / rel
+            if src.is_file() and not src.is_symlink() and safe_path(rel):
+                for dest in (before / rel, after / rel):
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(src, dest)
+        after.mkdir(exist_ok=True)
+        before.mkdir(exist_ok=True)
+        try:
+            apply_patch(after, fix, "fix patch to the buggy repository")
+            changes = tree_changes(before, after)
+        except ValueError:  # a patch that needs more of the tree (a rename, a mode change): all of it
+            fixed = materialize(task, Path(tmp) / "fixed", "fixed")
+            changes = tree_changes(ctx.root, fixed)
     return judge_changes(changes, task.policy, ctx.modules)
+
+
+def safe_path(rel: str) -> bool:
+    p = PurePosixPath(rel)
+    return bool(rel) and not p.is_absolute() and ".." not in p.parts

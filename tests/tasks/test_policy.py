@@ -59,7 +59,6 @@ FIXES = {
                            "return min(max(x, lo), hi)\n",
     "getattr with a literal name": "return getattr(x, 'real', x) if lo <= x <= hi else min(max(x, lo), hi)\n",
     "benign dunder": "return min(max(x, lo), hi) if type(x).__name__ else x\n",
-    "__future__": "from __future__ import annotations\nreturn min(max(x, lo), hi)\n",
     "walrus and lambda": "if (y := min(x, hi)) is not None:\n    return (lambda v: max(lo, v))(y)\nreturn x\n",
 }
 
@@ -205,6 +204,11 @@ def test_files_rule():
     assert [v.rule for v in judge_change("lib/c.py", "x = 1\n", "x = 2\n", deep)] == ["files"]
 
 
+def test_future_imports_are_always_allowed():
+    new = "from __future__ import annotations\n" + ORIGINAL.replace(BUGGY_LINE, "    return min(max(x, lo), hi)\n")
+    assert judge_change("pkg/core.py", ORIGINAL, new, ChangePolicy(), REPO) == []
+
+
 def test_a_file_that_does_not_parse_is_not_judged():
     assert judge_change("pkg/core.py", ORIGINAL, ORIGINAL + "\ndef broken(:\n", ChangePolicy()) == []
 
@@ -290,3 +294,24 @@ def test_validate_refuses_a_reference_fix_that_breaks_the_policy(pool, tmp_path)
     assert "relax: [imports]" in bad.reasons[0]
     good = validate_task(suite.get("relaxed"), pool, repeats=1)
     assert good.ok and not any("policy" in r for r in good.reasons + good.warnings), good
+
+
+# ---------------------------------------------------------------- no false rejections
+
+def _rejected(suite_dir) -> dict[str, list[str]]:
+    suite = load_suite(suite_dir)
+    out = {t.id: [str(v) for v in reference_violations(t)] for t in suite.tasks}
+    return {k: v for k, v in out.items() if v}
+
+
+def test_no_reference_fix_of_the_builtin_suite_is_rejected():
+    from fixrl.tasks.suites import BUILTIN_SUITE
+
+    assert _rejected(BUILTIN_SUITE) == {}
+
+
+@pytest.mark.slow
+def test_no_reference_fix_of_the_gym_suite_is_rejected():
+    from fixrl.tasks.suites import GYM_SUITE
+
+    assert _rejected(GYM_SUITE) == {}
