@@ -399,6 +399,9 @@ class _Walker:
                 return  # the repository's own modules
             mods = [node.module or ""]
             for a in node.names:
+                if a.name == "*" and (node.module or "").split(".")[0] in INTERPRETER_MODULES:
+                    self.add(_Finding("exec", f"{node.module}.*", line, f"`from {node.module} import *` "
+                                      "brings in unnamed process, file or interpreter calls; import names one by one"))
                 self.add(_name_finding(a.name, line, f"importing from {node.module}"))
                 canon = f"{node.module}.{a.name}"
                 if _PROCESS_CALLS.match(canon) or a.name in DANGEROUS_BUILTINS and node.module == "builtins":

@@ -154,6 +154,7 @@ TRICKS = {
     "ctypes": ("import ctypes\nreturn ctypes.c_int(x).value\n", "imports"),
     "module the repository does not have": ("import json\nreturn json.loads(str(x))\n", "imports"),
     "unittest.mock.ANY": ("from unittest.mock import ANY\nreturn ANY\n", "imports"),
+    "star import from os": ("from os import *\nreturn system('true')\n", "exec"),
     "raise SystemExit": ("raise SystemExit(0)\n", "exec"),
     # generated code, processes, files
     "exec a string": ("exec('import sys; sys.exit(0)')\n", "exec"),
