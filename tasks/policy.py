@@ -346,9 +346,13 @@ _FORMAT_PATH = re.compile(r"\{\w*[.\[]")
 class _Walker:
     """Every finding of one module's AST."""
 
-    def __init__(self, tree: ast.Module):
+    def __init__(self, tree: ast.Module, shadowing: frozenset[str] | None = None):
         self.tree = tree
         self.names = _Names(tree)
+        if shadowing is not None:
+            # Only a name the original module already defined for itself (its own `compile`)
+            # shadows a builtin: a new top-level `exec = exec` must not hide the calls after it.
+            self.names.module_bound &= shadowing
         self.docstrings = _docstrings(tree)
         self.found: list[_Finding] = []
         self.called: set[int] = set()
@@ -498,11 +502,13 @@ def _code_violations(path: str, original: str | None, new: str, policy: ChangePo
     tree = _parse(new)
     if tree is None:
         return []
-    allowed = _allowances(_parse(original) if original is not None else None)
+    old_tree = _parse(original) if original is not None else None
+    allowed = _allowances(old_tree)
     file_imports = {k for r, k in allowed if r == "imports"}
     out: list[Violation] = []
     seen: set[tuple[str, str, int]] = set()
-    for f in _Walker(tree).run():
+    shadowing = frozenset(_Names(old_tree).module_bound) if old_tree is not None else frozenset()
+    for f in _Walker(tree, shadowing).run():
         if (f.rule, f.key) in allowed or (f.rule, f.key, f.line) in seen:
             continue
         if f.rule == "imports":

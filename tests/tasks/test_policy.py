@@ -154,6 +154,7 @@ TRICKS = {
     "ctypes": ("import ctypes\nreturn ctypes.c_int(x).value\n", "imports"),
     "module the repository does not have": ("import json\nreturn json.loads(str(x))\n", "imports"),
     "unittest.mock.ANY": ("from unittest.mock import ANY\nreturn ANY\n", "imports"),
+    "builtin rebound at the top": ("return exec('x = 1')\n", "exec"),
     "star import from os": ("from os import *\nreturn system('true')\n", "exec"),
     "raise SystemExit": ("raise SystemExit(0)\n", "exec"),
     # generated code, processes, files
@@ -171,9 +172,13 @@ TRICKS = {
 @pytest.mark.parametrize("name", sorted(TRICKS))
 def test_tricks_are_refused_under_their_rule(name):
     body, rule = TRICKS[name]
-    found = judge(body)
+    if name == "builtin rebound at the top":  # `exec = exec` must not make `exec` the module's own
+        new = ORIGINAL.replace(BUGGY_LINE, "    " + body).replace("import re\n", "import re\nexec = exec\n")
+        found = judge_change("pkg/core.py", ORIGINAL, new, ChangePolicy(), REPO)
+    else:
+        found = judge(body)
     assert rule in {v.rule for v in found}, (name, [str(v) for v in found])
-    v = next(v for v in found if v.rule == rule)
+    v = max((v for v in found if v.rule == rule), key=lambda v: v.line)  # the changed function's line
     assert v.path == "pkg/core.py" and v.line >= 7 and v.message, v
     assert str(v).startswith(f"{rule}: pkg/core.py:{v.line}: ")
 
@@ -203,6 +208,12 @@ def test_files_rule():
     assert judge_change("src/a/b/c.py", "x = 1\n", "x = 2\n", deep) == []
     assert judge_change("src/c.py", "x = 1\n", "x = 2\n", deep) == []
     assert [v.rule for v in judge_change("lib/c.py", "x = 1\n", "x = 2\n", deep)] == ["files"]
+
+
+def test_a_module_that_defines_its_own_compile_may_call_it():
+    original = ORIGINAL + "\n\ndef compile(pattern):\n    return re.compile(pattern)\n"
+    new = original.replace(BUGGY_LINE, "    compile('x')\n    return max(lo, min(x, hi))\n")
+    assert judge_change("pkg/core.py", original, new, ChangePolicy(), REPO) == []
 
 
 def test_future_imports_are_always_allowed():
