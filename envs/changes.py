@@ -18,17 +18,11 @@ from __future__ import annotations
 
 import difflib
 import re
-import sys
 from pathlib import PurePosixPath
 
-# Names a new file or directory may not take: they would shadow a module that the test run
-# imports (the repository root and test directories are on sys.path during pytest).
-SHADOW_NAMES = set(sys.stdlib_module_names) | {
-    "sitecustomize", "usercustomize", "conftest", "pytest", "_pytest", "py", "pluggy",
-    "iniconfig", "packaging", "exceptiongroup", "tomli", "attr", "attrs", "setuptools",
-    "pkg_resources", "_distutils_hack", "typing_extensions", "pip", "site", "__main__",
-    "hypothesis", "xdist", "coverage", "six",
-}
+from fixrl.tasks.policy import SHADOW_NAMES, new_file_problem
+
+__all__ = ["SHADOW_NAMES", "added_text", "bad_new_file", "safe_relpath", "suspicious"]
 
 # Always suspicious in added lines (unless the reference fix adds the same construct): library
 # code has no business naming the test runner or the harness, or walking the heap (the one
@@ -101,18 +95,7 @@ def suspicious(old: str, new: str, allowed: str = "") -> str | None:
 
 def bad_new_file(path: str) -> str | None:
     """Why a file the agent created must not reach the check, or None for a plain module."""
-    p = PurePosixPath(path)
-    if p.suffix != ".py":
-        return "a new file that is not a Python module"
-    for part in p.parts:
-        if part == "__pycache__" or part.startswith("."):
-            return "a new cache or hidden file"
-        stem = part[:-3] if part.endswith(".py") else part
-        if stem in SHADOW_NAMES:
-            return f"a new module named `{stem}` would shadow an installed module"
-        if not stem.isidentifier():
-            return f"`{part}` is not an importable module name"
-    return None
+    return new_file_problem(path)
 
 
 def safe_relpath(path: str) -> bool:

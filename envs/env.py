@@ -35,6 +35,7 @@ from fixrl.envs.types import EpisodeInfo, ExitStatus, Malformed, StepResult, Too
 from fixrl.sandbox import open_sandbox
 from fixrl.sandbox.base import Sandbox, SandboxError
 from fixrl.tasks import is_test_path
+from fixrl.tasks import policy as tpol
 from fixrl.tasks.guard import GuardSpec, spec_for
 from fixrl.tasks.judge import judge_tree
 from fixrl.tasks.schema import Task
@@ -162,10 +163,10 @@ class ToolEnv:
 
     @property
     def edits_used(self) -> int:
-        """Edits counted against the budget: applied ones, and failed ones where the task's
-        `limits.count_failed_edits` says so."""
+        """Edits counted against the budget: applied ones, ones the change policy refused, and
+        failed ones where the task's `limits.count_failed_edits` says so."""
         failed = self.info.failed_edits if self.task.limits.count_failed_edits else 0
-        return self.info.edits + failed
+        return self.info.edits + self.info.policy_refusals + failed
 
     @property
     def edits_left(self) -> int | None:
@@ -346,7 +347,7 @@ class ToolEnv:
         except ValidationError as e:
             return self._malformed(f"{name} (bad arguments)", _argument_error(name, e, tool))
         action = self._describe(name, args)
-        refused_before = self.info.refused_edits
+        refused_before = self.info.refused_edits + self.info.policy_refusals
         try:
             obs = tool.handler(self, args)
         except ToolError as e:
@@ -361,7 +362,7 @@ class ToolEnv:
             log.exception("tool %s raised", name)
             self.info.actions.append(f"{action} (tool crashed)")
             return f"Error: tool `{name}` failed: {type(e).__name__}: {e}"
-        refused = self.info.refused_edits > refused_before
+        refused = self.info.refused_edits + self.info.policy_refusals > refused_before
         self.info.actions.append(action + (" (refused)" if refused else ""))
         self._count(name, applied=True)
         if tool.ends_episode:
@@ -402,6 +403,31 @@ class ToolEnv:
 
     def _note_failed_edit(self, path: str) -> None:
         self.info.failed_edits += 1
+
+    def policy_refusal(self, path: str, after: str | None) -> str | None:
+        """Judge the agent's change of `path` (as it sees it, renamed) to `after` (None: deleted)
+        by the task's change policy (tasks.policy), against the file's original. None when it
+        complies; else the refusal to show the agent, the refusal counted against the edit budget
+        (whatever `count_failed_edits` says). Tools call it before writing anything. Test files
+        pass: they never reach the check (`carried_changes` drops them), and editing them is what
+        `reward='public'` studies."""
+        if is_test_path(path):
+            return None
+        ctx = tpol.for_task(self.task)
+        original = ctx.original(path)
+        if after is not None:
+            after = self._map_back(path, after, original or "")
+        violations = ctx.judge(path, after)
+        if not violations:
+            return None
+        self.info.policy_refusals += 1
+        lines = "\n".join(f"- {v.rule}: line {v.line}: {self.to_shown(v.message)}" if v.line else
+                          f"- {v.rule}: {self.to_shown(v.message)}" for v in violations[:5])
+        more = f"\n(and {len(violations) - 5} more)" if len(violations) > 5 else ""
+        budget = "" if self.edits_left is None else f" {self.edits_left} edit(s) left."
+        return (f"Edit refused by the task's change policy: {path} is unchanged.\n{lines}{more}\n"
+                f"Fix the bug with ordinary code (the modules the file already imports, plain "
+                f"attribute names); the refused edit counts against your edit budget.{budget}")
 
     def _note_test(self, passed: bool) -> None:
         self._last_test = passed
@@ -481,6 +507,9 @@ class ToolEnv:
                 log.exception("%s: the check crashed", self.task.id)
                 info.outcome, info.error = "error", f"the check crashed: {type(e).__name__}: {e}"
                 return
+            if result is None:  # the carried changes break the change policy: no check runs
+                info.outcome, info.hidden_pass, info.partial_credit = "fail", False, 0.0
+                return
             if result.outcome == "error":
                 last_error = f"check reported a sandbox error (attempt {attempt + 1}/{attempts}): " \
                              f"{result.output[-300:]}"
@@ -539,11 +568,16 @@ class ToolEnv:
             kept[path] = text
         return kept
 
-    def _run_check(self, agent_changes: dict[str, str | None], info: EpisodeInfo):
+    def _run_check(self, agent_changes: dict[str, str | None], info: EpisodeInfo) -> tasks.CheckResult | None:
+        """The check's result on the agent's carried changes; None (and `info.policy_violations`)
+        when they break the change policy."""
         with tempfile.TemporaryDirectory(prefix="fixrl-check-") as tmp:
             ws = tasks.materialize(self.task, Path(tmp) / "repo", "buggy", cache=True)
             info.dropped_files.clear()
             carried = self.carried_changes(agent_changes, ws)
+            info.policy_violations = self._policy_violations(carried, ws)
+            if info.policy_violations:
+                return None
             guard = self._guard_spec(carried, ws)
             for path, text in carried.items():
                 target = ws / path
@@ -554,6 +588,17 @@ class ToolEnv:
                     target.write_text(text, encoding="utf-8")
             # The same preparation, sandbox kind and runner as `tasks.validate` (tasks.judge).
             return judge_tree(self.task, ws, self._open_check_sandbox, info.answer, guard=guard)
+
+    def _policy_violations(self, carried: dict[str, str | None], buggy_root: Path) -> list[str]:
+        """How the changes carried into the check break the task's change policy (changes made
+        by other means than `edit`: a shell, code run by `test`), as "rule: path:line: message"."""
+        ctx = tpol.for_task(self.task)
+        changes = {}
+        for path, text in carried.items():
+            original = buggy_root / path
+            changes[path] = (original.read_text(encoding="utf-8", errors="replace") if original.is_file() else None,
+                             text)
+        return [str(v) for v in tpol.judge_changes(changes, self.task.policy, ctx.modules)]
 
     def _guard_spec(self, carried: dict[str, str | None], buggy_root: Path) -> GuardSpec:
         """The check's runtime guard allowances for the carried files: what each one's buggy

@@ -331,6 +331,9 @@ def _edit(env: ToolEnv, args: EditArgs) -> str:
                         f"include more surrounding lines so that it matches exactly once")
     i = text.index(args.old)
     new_text = text[:i] + args.new + text[i + len(args.old):]
+    refusal = env.policy_refusal(rel, new_text)
+    if refusal is not None:
+        return refusal
     try:
         env.sb.write_file(rel, new_text)
     except (OSError, ValueError) as e:

@@ -45,6 +45,9 @@ class EpisodeInfo:
     refused_edits: int = 0
     failed_edits: int = 0
     """Edits whose `old` text was not found or was ambiguous (the file unchanged)."""
+    policy_refusals: int = 0
+    """Edits refused because their result broke the task's change policy (the file unchanged);
+    they always count against the edit budget."""
     malformed: int = 0
     turns: int = 0
     submitted: bool = False
@@ -67,6 +70,9 @@ class EpisodeInfo:
     dropped_files: dict[str, str] = field(default_factory=dict)
     """Agent-changed files not carried into the hidden check -> why (test files, new files that
     could shadow modules, changes that reach for the test runner; see envs.changes)."""
+    policy_violations: list[str] = field(default_factory=list)
+    """Why the submitted changes broke the task's change policy ("rule: path:line: message",
+    tasks.policy); non-empty means the episode failed without running the check."""
     sample: int | None = None
     """Which of a task's n episodes this is (0..n-1); set by the agent loop."""
     seed: int | None = None

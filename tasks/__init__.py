@@ -8,9 +8,9 @@ scaffolding and SWE-bench interop (the mutation generator lives in tasks.generat
 from fixrl.tasks.check import CheckResult, run_check
 from fixrl.tasks.loader import TaskError, load_suite, load_task
 from fixrl.tasks.materialize import is_test_path, materialize, run_setup
-from fixrl.tasks.schema import Check, GitRepo, Limits, Suite, Task
+from fixrl.tasks.schema import ChangePolicy, Check, GitRepo, Limits, Suite, Task
 from fixrl.tasks.validate import ValidationResult, validate_suite, validate_task
 
-__all__ = ["Task", "Suite", "Check", "GitRepo", "Limits", "TaskError", "load_suite", "load_task",
+__all__ = ["Task", "Suite", "Check", "GitRepo", "Limits", "ChangePolicy", "TaskError", "load_suite", "load_task",
            "materialize", "run_setup", "is_test_path", "run_check", "CheckResult", "validate_suite",
            "validate_task", "ValidationResult"]

@@ -67,7 +67,7 @@ from fixrl.tasks.gen_journal import JOURNAL_NAME, Journal, tree_hash
 from fixrl.tasks.gen_progress import GenProgress
 from fixrl.tasks.gen_search import TESTED, Candidate, Search, SearchSettings, run_record, run_status
 from fixrl.tasks.issue_text import Failure, Target, capture_source, issue_for, parse_test_file
-from fixrl.tasks.loader import load_suite_config, load_task
+from fixrl.tasks.loader import load_suite_config, load_task, task_defaults
 from fixrl.tasks.mutate import OPERATORS, FunctionInfo, list_functions, mutants
 from fixrl.tasks.pytest_command import parse_pytest_command
 from fixrl.tasks.schema import Suite
@@ -1031,7 +1031,7 @@ def _validate(out: Path, ids: list[str], backend: str, workers: int, repeats: in
     verdicts: dict[str, tuple[bool, str]] = {}
     for tid in ids:
         try:
-            loaded.append(load_task(out / "tasks" / "generated" / f"{tid}.yaml", config.defaults, out))
+            loaded.append(load_task(out / "tasks" / "generated" / f"{tid}.yaml", task_defaults(config), out))
         except ValueError as e:
             verdicts[tid] = (False, f"does not load: {e}")
     suite = Suite(dir=out, name=config.name or out.name, tasks=loaded)

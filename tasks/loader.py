@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from fixrl.tasks.schema import Check, GitRepo, Limits, Suite, SuiteConfig, Task
+from fixrl.tasks.schema import ChangePolicy, Check, GitRepo, Limits, Suite, SuiteConfig, Task
 
 
 class TaskError(ValueError):
@@ -65,8 +65,8 @@ def read_yaml(file: Path) -> Any:
 
 # ---------------------------------------------------------------- pydantic errors -> text
 
-_MODELS: dict[str, type[BaseModel]] = {"check": Check, "limits": Limits, "repo": GitRepo}
-_UNION_TAGS = {"str", "int", "float", "bool", "none", "GitRepo", "Check", "Limits"}
+_MODELS: dict[str, type[BaseModel]] = {"check": Check, "limits": Limits, "repo": GitRepo, "policy": ChangePolicy}
+_UNION_TAGS = {"str", "int", "float", "bool", "none", "GitRepo", "Check", "Limits", "ChangePolicy"}
 
 
 def _clean_loc(loc: tuple) -> list[str | int]:
@@ -224,6 +224,15 @@ def find_suite_dir(file: Path) -> Path:
     return parent.parent if parent.name == "tasks" else parent
 
 
+def task_defaults(config: SuiteConfig) -> dict:
+    """The task fields a suite fills in: its `defaults`, with its `policy` under the task's
+    own `policy` key (a task file's `policy` then overrides it field by field)."""
+    if config.policy is None:
+        return dict(config.defaults)
+    policy = config.policy.model_dump(exclude_unset=True)
+    return _merge(config.defaults, {"policy": _merge(config.defaults.get("policy") or {}, policy)})
+
+
 def _build_task(data: Any, file: Path, label: str, defaults: dict, suite_dir: Path) -> Task:
     if not isinstance(data, dict):
         raise TaskError(f"{label}: a task must be a mapping of fields (id, repo, issue, check, ...), "
@@ -273,7 +282,7 @@ def load_suite_config(path: Path) -> SuiteConfig:
     if data is None:
         return SuiteConfig()
     if not isinstance(data, dict):
-        raise TaskError(f"{file}: must be a mapping (name, defaults, tools, rename_pool, family_edits)")
+        raise TaskError(f"{file}: must be a mapping (name, defaults, policy, tools, rename_pool, family_edits)")
     try:
         config = SuiteConfig.model_validate(data)
     except ValidationError as e:
@@ -312,7 +321,7 @@ def load_suite_lenient(path: Path) -> tuple[Suite, list[tuple[Path, TaskError]]]
     first_seen: dict[str, Path] = {}
     for file in task_files(path):
         try:
-            loaded = load_tasks(file, config.defaults, path)
+            loaded = load_tasks(file, task_defaults(config), path)
         except TaskError as e:
             errors.append((file, e))
             continue

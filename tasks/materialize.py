@@ -196,6 +196,11 @@ def _cached_tree(task: Task, state: State) -> Path:
     return tree
 
 
+def cached_tree(task: Task, state: State) -> Path:
+    """The process-wide copy of `task` in `state` (made on first use; never write into it)."""
+    return _cached_tree(task, state)
+
+
 def _forget(key: tuple[int, str]) -> None:
     with _cache_lock:
         entry = _cache.pop(key, None)

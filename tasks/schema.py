@@ -6,7 +6,7 @@ message that names the file and the field. Paths are relative to the suite direc
 A suite directory looks like this:
 
     my-suite/
-      suite.yaml            # optional: name, defaults (any task field), tools, rename_pool, family_edits
+      suite.yaml            # optional: name, defaults (any task field), policy, tools, rename_pool, family_edits
       repo/                 # the clean repository (or a git repository + commit per task)
       tasks/**/*.yaml       # task files: one task (a mapping) or several (a list) per file
       checks/<id>/...       # files the tasks refer to by path (hidden tests, patches)
@@ -24,6 +24,7 @@ A task file:
       tests: [tests/test_hidden.py::test_add, tests/test_hidden.py::test_mul]
     tags: [family:wrong_arith]
     split: train
+    policy: {relax: [imports]}      # the change policy (docs/change-policy.md); suite.yaml may set it too
 
 Without a `tasks/` folder the suite root's own `*.yaml` files (not `suite.yaml`) are the task
 files. Fields that hold text (`bug`, `fix`, `bug_files` values, `check.files` values) take
@@ -124,6 +125,44 @@ class Limits(_Strict):
     """Seconds each `setup` command may run."""
 
 
+POLICY_RULES = ("files", "imports", "introspection", "computed-names", "exec", "comparison-dunders")
+"""The change policy's rules (tasks.policy says what each refuses)."""
+
+
+class ChangePolicy(_Strict):
+    """What the agent may change and what the changed code may contain, judged on the AST of each
+    changed file against the original file before anything runs (`tasks.policy`). An `edit` that
+    breaks it is refused; a submitted state that breaks it is a fail; `fixrl tasks validate`
+    requires the reference fix to pass it."""
+
+    files: list[str] = Field(default_factory=lambda: ["**/*.py"])
+    """Globs (relative to the repository root; `*` stays within a folder, `**/` spans folders)
+    of the files the agent may change or create. Test files and test configuration are never
+    carried into the check, whatever these say."""
+    relax: list[str] = Field(default_factory=list)
+    """Rules this task (or suite) does not apply, for a reference fix that needs what a rule
+    refuses: any of files, imports, introspection, computed-names, exec, comparison-dunders."""
+    allow_imports: list[str] = Field(default_factory=list)
+    """Top-level modules a changed file may import even though neither it nor the repository
+    did (the interpreter-reaching ones included)."""
+
+    @field_validator("relax")
+    @classmethod
+    def _known_rules(cls, v: list[str]) -> list[str]:
+        unknown = [r for r in v if r not in POLICY_RULES]
+        if unknown:
+            raise ValueError(f"unknown rule(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(POLICY_RULES)}")
+        return v
+
+    @field_validator("files")
+    @classmethod
+    def _files_not_empty(cls, v: list[str]) -> list[str]:
+        for glob in v:
+            if not glob.strip() or glob.startswith("/") or ".." in PurePosixPath(glob).parts:
+                raise ValueError(f"{glob!r} must be a glob relative to the repository root, e.g. 'src/**/*.py'")
+        return v
+
+
 class Task(_Strict):
     id: str
     """Unique within a suite; letters, digits, `_`, `.`, `-`."""
@@ -159,6 +198,9 @@ class Task(_Strict):
     tags: list[str] = Field(default_factory=list)
     """Free labels; a tag `family:NAME` names the bug family (the generator's mutation operator)."""
     limits: Limits = Field(default_factory=Limits)
+    policy: ChangePolicy = Field(default_factory=ChangePolicy)
+    """The change policy (files the agent may change, what the changed code may contain); the
+    suite's `policy` fills what the task file does not set."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything carried along untouched (e.g. a SWE-bench instance's extra fields, generator
     provenance). Never shown to the agent."""
@@ -230,6 +272,9 @@ class SuiteConfig(_Strict):
     """The tools the agent gets on this suite's tasks."""
     rename_pool: list[str] = Field(default_factory=list)
     """Function names drawn from for per-episode renaming of the buggy function."""
+    policy: ChangePolicy | None = None
+    """The change policy of every task (any ChangePolicy field: files, relax, allow_imports);
+    a task's own `policy` overrides it field by field."""
     family_edits: dict[str, FamilyEdit] = Field(default_factory=dict)
     """Each bug family's usual repair as one exact-snippet edit, for suites whose bugs leave a
     fixed marker. Scripted plans type it: the oracle wherever it gives the reference fix (so every

@@ -4,6 +4,8 @@
 - the bug applies (and the fix applies on top of it);
 - the public test command runs on the buggy state (not a timeout, not "no tests collected",
   not a usage error or a missing command);
+- fix tasks: the reference fix passes the task's change policy (tasks.policy, judged on the
+  host before anything runs; rules the task or suite relaxes are not applied);
 - fix tasks: the check FAILS on the buggy state and PASSES on the fixed state;
   question tasks: the check PASSES with the reference answer and FAILS with a wrong (empty) one;
 - each state is judged `repeats` times: the same verdict every time, else the task is flagged
@@ -33,6 +35,7 @@ from fixrl.tasks.guard import GuardSpec, spec_between
 from fixrl.tasks.judge import judge_tree
 from fixrl.tasks.loader import TaskError, field_text, load_suite_lenient
 from fixrl.tasks.materialize import materialize, run_setup
+from fixrl.tasks.policy import judge_changes, relax_hint, repo_modules, tree_changes
 from fixrl.tasks.pytest_command import parse_pytest_command
 from fixrl.tasks.schema import Suite, Task
 
@@ -153,6 +156,8 @@ def validate_task(task: Task, pool: SandboxPool, repeats: int = 3) -> Validation
             out.seconds = time.monotonic() - start
             return out
         out.reasons += _location_problems(task, buggy)
+        if fixed is not None:
+            out.reasons += _policy_problems(task, buggy, fixed)
         for dest, value in task.check.files.items():
             seen = buggy / dest
             if seen.is_file() and seen.read_text(errors="replace") == field_text(task, value):
@@ -199,6 +204,18 @@ def _location_problems(task: Task, buggy: Path) -> list[str]:
         if not re.search(rf"^\s*(async\s+)?def\s+{re.escape(name)}\s*\(", text, re.MULTILINE):
             return [f"field 'function': no function {name!r} is defined in {task.file}"]
     return []
+
+
+def _policy_problems(task: Task, buggy: Path, fixed: Path) -> list[str]:
+    """The reference fix must pass the task's change policy (rules the task relaxes aside),
+    or a trained agent is refused the very change that fixes the bug."""
+    violations = judge_changes(tree_changes(buggy, fixed), task.policy, repo_modules(buggy))
+    if not violations:
+        return []
+    listed = "; ".join(str(v) for v in violations[:5])
+    if len(violations) > 5:
+        listed += f" (and {len(violations) - 5} more)"
+    return [f"the reference fix breaks the change policy: {listed} {relax_hint(violations)}"]
 
 
 def _wrong_verdict(task: Task, run: _Run, got: CheckResult) -> str:

@@ -14,7 +14,8 @@ def mini_suite(tmp_path_factory):
 
 @pytest.fixture
 def make_env(mini_suite):
-    """make_env(task_id, **config) -> a ToolEnv over a fresh local sandbox (closed at teardown)."""
+    """make_env(task_id, policy=None, **config) -> a ToolEnv over a fresh local sandbox (closed at
+    teardown); `policy`: ChangePolicy fields replacing the task's."""
     import contextlib
 
     from fixrl.envs import EnvConfig, episode_env
@@ -22,8 +23,12 @@ def make_env(mini_suite):
     stack = contextlib.ExitStack()
 
     def make(task_id: str = "clamp-minmax", backend: str = "local", seed: int = 0,
-             check_sandbox=None, **config):
+             check_sandbox=None, policy: dict | None = None, **config):
+        from fixrl.tasks.schema import ChangePolicy
+
         task = mini_suite.get(task_id)
+        if policy is not None:  # the task with another change policy (a copy: the suite is shared)
+            task = task.model_copy(update={"policy": ChangePolicy(**policy)})
         return stack.enter_context(episode_env(task, EnvConfig(**config), mini_suite, backend=backend,
                                                seed=seed, check_sandbox=check_sandbox))
 

@@ -30,9 +30,20 @@ def call(env, name, **args):
     return env.step(ToolCall(name, args)).observation
 
 
+REFUSED = "Edit refused by the task's change policy"
+
+
 def inject_source(env, code: str, path: str = "pkg/core.py") -> str:
-    """Put `code` at the top of a source module with the edit tool, as an agent would."""
-    return call(env, "edit", path=path, old=ORIG_TOP, new=ORIG_TOP + textwrap.dedent(code))
+    """Put `code` at the top of a source module with the edit tool, as an agent would. Where the
+    change policy refuses that edit (tests/envs/test_env_policy.py), the code is written by other
+    means (as code the agent runs could), so that the layers behind the policy -- the carried
+    changes' filter, the policy at submit, the runner -- are still what is tested."""
+    obs = call(env, "edit", path=path, old=ORIG_TOP, new=ORIG_TOP + textwrap.dedent(code))
+    if obs.startswith(REFUSED):
+        text = env.sb.read_file(path)
+        env.sb.write_file(path, text.replace(ORIG_TOP, ORIG_TOP + textwrap.dedent(code), 1))
+        return "Edited by other means (the policy refused the edit)"
+    return obs
 
 
 def assert_zero(env, **extra):
@@ -179,6 +190,7 @@ def test_searching_the_filesystem_for_the_hidden_tests_finds_nothing(make_env, m
     """Through the tools and through code the agent runs: the suite (hidden tests, patches) and
     fixrl's own suites directory are not visible from the agent's sandbox. (Docker: the whole
     filesystem is searched in test_env_docker.py.)"""
+    import fixrl.tasks.suites  # noqa: F401 - a subpackage: `tasks.suites` exists once it is imported
     from fixrl import tasks
 
     env = make_env()

@@ -1,4 +1,4 @@
-"""fixrl tasks validate | new | generate | import-swebench | export-swebench."""
+"""fixrl tasks validate | policy-check | new | generate | import-swebench | export-swebench."""
 from __future__ import annotations
 
 import argparse
@@ -12,8 +12,16 @@ from rich.markup import escape
 from fixrl.harness.cli import UserError
 from fixrl.tasks.generate import generate as generate_tasks
 from fixrl.tasks.generate import print_report
-from fixrl.tasks.loader import TaskError, find_suite_dir, load_suite_config, load_tasks
+from fixrl.tasks.loader import (
+    TaskError,
+    find_suite_dir,
+    load_suite_config,
+    load_suite_lenient,
+    load_tasks,
+    task_defaults,
+)
 from fixrl.tasks.mutate import OPERATORS
+from fixrl.tasks.policy import reference_violations
 from fixrl.tasks.scaffold import new_task
 from fixrl.tasks.schema import Suite
 from fixrl.tasks.swebench import export_suite, import_instances
@@ -56,6 +64,12 @@ def register(sub) -> None:
     v.add_argument("--task", action="append", default=None, metavar="ID", help="only this task (repeatable)")
     v.add_argument("--image", default=None, help="Docker image (default: each task's, else the base image)")
     v.set_defaults(func=validate)
+
+    pc = tsub.add_parser("policy-check", help="judge every reference fix by its task's change policy, on the "
+                         "host (no sandbox): the policy's false rejections")
+    pc.add_argument("path", help="a suite directory")
+    pc.add_argument("--json", action="store_true", help="print the results as JSON")
+    pc.set_defaults(func=policy_check)
 
     n = tsub.add_parser("new", help="scaffold a task from a repository, a bug patch and a test file")
     n.add_argument("--repo", required=True, help="the clean repository directory")
@@ -124,7 +138,7 @@ def validate(args) -> int:
             suite_dir = find_suite_dir(path)
             config = load_suite_config(suite_dir)
             target = Suite(dir=suite_dir, name=config.name or suite_dir.resolve().name,
-                           tasks=load_tasks(path, config.defaults, suite_dir))
+                           tasks=load_tasks(path, task_defaults(config), suite_dir))
         else:
             target = path
     except TaskError as e:
@@ -166,6 +180,39 @@ def validate(args) -> int:
         console.print(f"[{colour}]{valid}/{len(results)} tasks valid[/{colour}]"
                       f" ({summary['invalid']} invalid, {flaky} flaky; {args.repeats} runs per state)")
     return 0 if valid == len(results) else 1
+
+
+# ---------------------------------------------------------------- policy-check
+
+def policy_check(args) -> int:
+    path = Path(args.path)
+    if not path.is_dir():
+        raise UserError(f"{path}: no such suite directory")
+    suite, errors = load_suite_lenient(path)
+    rejected: dict[str, list[str]] = {}
+    broken = [f"{file}: {err}" for file, err in errors]
+    for task in suite.tasks:
+        try:
+            found = reference_violations(task)
+        except TaskError as e:
+            broken.append(str(e))
+            continue
+        if found:
+            rejected[task.id] = [str(v) for v in found]
+    fix_tasks = sum(t.kind == "fix" and bool(t.fix) for t in suite.tasks)
+    summary = {"suite": suite.name, "fix_tasks": fix_tasks, "rejected": len(rejected), "broken": len(broken)}
+    if args.json:
+        print(json.dumps({"rejected": rejected, "broken": broken, "summary": summary}, indent=2))
+    else:
+        for task_id, lines in rejected.items():
+            print(f"✗ {task_id}")
+            for line in lines:
+                print(f"    {line}")
+        for line in broken:
+            print(f"! {line}")
+        print(f"{suite.name}: {len(rejected)} of {fix_tasks} reference fixes break their change policy"
+              + (f"; {len(broken)} task(s) could not be loaded or built" if broken else ""))
+    return 1 if rejected or broken else 0
 
 
 # ---------------------------------------------------------------- new
