@@ -482,3 +482,18 @@ def test_eta():
     assert eta_seconds(Counts(total=100, done=40, tested=40, kept=15, target=15), 2.0) == 0.0
     line = status_line(Counts(total=100, done=10, tested=8, kept=5, skipped=2, target=15), 12.0, 150)
     assert line == "candidates 10/100 decided: 8 tested, 5 kept (target 15), 2 skipped; 12.0/min, about 2 min left"
+
+
+def test_the_check_keeps_the_test_commands_pytest_options():
+    """cachetools' tests import it from src/ through `-o pythonpath=src`: a check without the
+    option collects nothing, and every reference fix fails with its tests missing."""
+    from fixrl.tasks.generate import check_command
+
+    ids = ["tests/test_a.py::test_x"]
+    assert check_command("python -m pytest -q -o pythonpath=src tests", ids) == \
+        "python -m pytest -q -o pythonpath=src tests/test_a.py::test_x"
+    assert check_command("PYTHONHASHSEED=0 python -X dev -m pytest tests/ -p no:randomly --import-mode=importlib "
+                         "-x --lf -k 'not slow'", ids) == \
+        "PYTHONHASHSEED=0 python -X dev -m pytest -q -p no:randomly --import-mode=importlib -k 'not slow' " \
+        "tests/test_a.py::test_x"
+    assert check_command("pytest -q toolz/tests", ids) == "python -m pytest -q tests/test_a.py::test_x"

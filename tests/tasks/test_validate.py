@@ -7,7 +7,7 @@ import time
 
 import pytest
 import yaml
-from suitekit import BUG, HIDDEN, QUESTION_CHECK, REPO_FILES, fix_task, make_suite, question_task
+from suitekit import BUG, FIX, HIDDEN, QUESTION_CHECK, REPO_FILES, fix_task, make_suite, question_task
 
 from fixrl.harness.cli import main as fixrl
 from fixrl.sandbox import SandboxPool
@@ -148,6 +148,19 @@ def test_hidden_check_copied_elsewhere_in_the_repository_is_a_leak(pool, tmp_pat
     assert res.ok, res.reasons
     assert res.warnings == ["check file tests/test_hidden.py is in the buggy repository as notes/hidden.txt: "
                             "the agent can read it"]
+
+
+def test_src_layout_checks_with_the_test_commands_options(pool, tmp_path):
+    """A src/ layout importable only through `-o pythonpath=src` (as the generator writes
+    cachetools' checks): the check finds its tests in the fresh and the reused check sandbox."""
+    files = {"src/calc.py": REPO_FILES["calc.py"], "tests/test_calc.py": REPO_FILES["tests/test_calc.py"]}
+    cmd = "python -m pytest -q -o pythonpath=src"
+    t = fix_task("src", bug=BUG.replace("calc.py", "src/calc.py"), fix=FIX.replace("calc.py", "src/calc.py"),
+                 public_tests=cmd, check={"command": f"{cmd} tests/test_hidden.py"})
+    task = load_suite(make_suite(tmp_path, [t], repo_files=files)).tasks[0]
+    res = validate_task(task, pool, repeats=2)
+    assert res.ok, res.reasons
+    assert res.verdicts == {"buggy state": ["fail", "fail"], "reference fix": ["pass", "pass"]}
 
 
 def test_validate_suite_reports_bad_files_and_runs_in_parallel(tmp_path):
