@@ -864,7 +864,7 @@ def _emit(kept: list[Candidate], scanned: Scan, base: Baseline, work: Path, repo
             report.no_issue_reasons[why] = report.no_issue_reasons.get(why, 0) + 1
             continue
         with_issue.append((c, issue))
-    stage, config = _prepare_stage(out, repo, scanned.names, test_cmd, cfg)
+    stage, config = _prepare_stage(out, repo, scanned.names, test_cmd, cfg, base.seconds)
     chosen = _select(with_issue, cfg.max_tasks, rng)
     fns = sorted({c.function for c, _ in chosen})
     held = split_by_function(fns, Counter(c.function for c, _ in chosen), cfg.heldout_frac, rng)
@@ -927,7 +927,8 @@ def _select(items: list[tuple[Candidate, str]], max_tasks: int | None, rng: rand
     return [(c, issue[id(c)]) for c in chosen]
 
 
-def _suite_config(out: Path, repo: Path, names: Counter, test_cmd: str, cfg: GenerateConfig) -> dict:
+def _suite_config(out: Path, repo: Path, names: Counter, test_cmd: str, cfg: GenerateConfig,
+                  suite_seconds: float = 0.0) -> dict:
     suite_file = out / "suite.yaml"
     config = yaml.safe_load(suite_file.read_text(encoding="utf-8")) if suite_file.exists() else None
     config = config if isinstance(config, dict) else {}
@@ -939,19 +940,22 @@ def _suite_config(out: Path, repo: Path, names: Counter, test_cmd: str, cfg: Gen
     limits = defaults.setdefault("limits", {})
     limits.setdefault("max_turns", cfg.max_turns)
     limits.setdefault("max_edits", cfg.max_edits)
+    # The agent's `test` tool runs the whole suite: give it the time the generator's own whole-suite
+    # runs get (more-itertools' test_more.py passed the 60 s default only on an idle machine).
+    limits.setdefault("tool_timeout", max(60.0, min(600.0, float(round(5 + 3 * suite_seconds)))))
     config["rename_pool"] = sorted(n for n, k in names.items() if k == 1 and not n.startswith("_"))
     return config
 
 
 def _prepare_stage(out: Path, repo: Path, names: Counter, test_cmd: str,
-                   cfg: GenerateConfig) -> tuple[Path, dict]:
+                   cfg: GenerateConfig, suite_seconds: float) -> tuple[Path, dict]:
     """OUT/.generate-stage: a suite of its own (suite.yaml, repo/, the generated folders) that the
     new tasks are written and validated in; returns it and the suite.yaml `out` will get."""
     stage = out / STAGE_DIR
     if stage.exists():
         shutil.rmtree(stage)
     stage.mkdir()
-    config = _suite_config(out, repo, names, test_cmd, cfg)
+    config = _suite_config(out, repo, names, test_cmd, cfg, suite_seconds)
     staged = {**config, "defaults": {**config["defaults"], "repo": "repo"}}
     (stage / "suite.yaml").write_text(dump_yaml(staged), encoding="utf-8")
     if (out / "repo").resolve() == repo:
