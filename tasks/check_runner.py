@@ -538,6 +538,7 @@ def _guard_core(spec):
         verified=set(),
         import_direct=_codes_of(_import_direct()), import_via=_codes_of(_import_via()),
         import_call=_codes_of([importlib._bootstrap._call_with_frames_removed]),
+        signature_readers=_codes_of(_signature_readers()),
         readers=_codes_of([importlib.import_module("_pytest.assertion.rewrite"),
                            importlib.import_module("_pytest.assertion")]),
         watched_classes=_watched_classes(), module_spec=importlib.machinery.ModuleSpec, threading=threading,
@@ -569,6 +570,16 @@ def _find_watched_classes():
                 if type(val) is type or isinstance(val, type):
                     out[id(val)] = f"{name}.{_TYPE_QUALNAME(val)}"
     return out
+
+
+def _signature_readers():
+    """inspect's functions that read a function's code object for its signature alone (argument
+    names, counts and flags, none of its constants or byte-code) and never hand the code object
+    out: `inspect.signature` of a test's own function, as libraries like toolz's `curry` take of
+    the callables tests pass them, reveals nothing that `__defaults__` does not already."""
+    inspect = importlib.import_module("inspect")
+    names = ("_signature_from_function", "_signature_is_functionlike", "_has_code_flag")
+    return [getattr(inspect, n) for n in names if callable(getattr(inspect, n, None))]
 
 
 def _import_direct():
@@ -891,6 +902,8 @@ def _on_getattr(st, args, frame):
         who = _attribute(st, frame, "frames")
         return f"{who} took a frame ({name})" if who else None
     if name in _CODE_ATTRS:
+        if frame.f_code in st.signature_readers:
+            return None
         kind = type(obj)
         code = obj.__code__ if kind is _FUNCTION else getattr(obj, name, None) if kind in _GENERATORS else None
         filename = code.co_filename if type(code) is _CODE else ""

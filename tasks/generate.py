@@ -426,10 +426,38 @@ def _pytest_parts(test_cmd: str):
     return parsed
 
 
+_VALUE_OPTIONS = {"-o", "--override-ini", "-p", "-c", "--config-file", "-k", "-m", "-W", "--pythonwarnings",
+                  "--rootdir", "--import-mode", "--confcutdir", "--basetemp", "--ignore", "--ignore-glob",
+                  "--deselect", "--maxfail", "--tb", "-r", "--durations", "--capture", "--log-level", "--timeout"}
+"""pytest options whose value is the next token (not a test path)."""
+_CACHE_SELECTION = {"--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--sw", "--stepwise",
+                    "--sw-skip", "--stepwise-skip", "-x", "--exitfirst", "--co", "--collect-only"}
+"""Options that choose or stop tests by history or at the first failure: the check runs a fixed list."""
+
+
+def pytest_options(args: list[str]) -> list[str]:
+    """The options of a pytest command line without its test paths (`-o pythonpath=src`,
+    `-p no:randomly`, `--import-mode=importlib`: how the tests run, which a check of chosen
+    node ids needs as much as the whole-suite run did)."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token in _CACHE_SELECTION:
+            pass
+        elif token in _VALUE_OPTIONS and i + 1 < len(args):
+            out += [token, args[i + 1]]
+            i += 1
+        elif token.startswith("-") and token not in ("-q", "--quiet"):
+            out.append(token)
+        i += 1
+    return out
+
+
 def check_command(test_cmd: str, nodeids: list[str]) -> str:
-    """The hidden check: the same interpreter running exactly these tests."""
+    """The hidden check: the same interpreter and pytest options running exactly these tests."""
     parsed = _pytest_parts(test_cmd)
-    head = parsed.env + [parsed.python] + parsed.python_flags + ["-m", "pytest", "-q"]
+    head = parsed.env + [parsed.python] + parsed.python_flags + ["-m", "pytest", "-q"] + pytest_options(parsed.args)
     return " ".join(shlex.quote(t) for t in head + list(nodeids))
 
 
@@ -836,7 +864,7 @@ def _emit(kept: list[Candidate], scanned: Scan, base: Baseline, work: Path, repo
             report.no_issue_reasons[why] = report.no_issue_reasons.get(why, 0) + 1
             continue
         with_issue.append((c, issue))
-    stage, config = _prepare_stage(out, repo, scanned.names, test_cmd, cfg)
+    stage, config = _prepare_stage(out, repo, scanned.names, test_cmd, cfg, base.seconds)
     chosen = _select(with_issue, cfg.max_tasks, rng)
     fns = sorted({c.function for c, _ in chosen})
     held = split_by_function(fns, Counter(c.function for c, _ in chosen), cfg.heldout_frac, rng)
@@ -899,7 +927,8 @@ def _select(items: list[tuple[Candidate, str]], max_tasks: int | None, rng: rand
     return [(c, issue[id(c)]) for c in chosen]
 
 
-def _suite_config(out: Path, repo: Path, names: Counter, test_cmd: str, cfg: GenerateConfig) -> dict:
+def _suite_config(out: Path, repo: Path, names: Counter, test_cmd: str, cfg: GenerateConfig,
+                  suite_seconds: float = 0.0) -> dict:
     suite_file = out / "suite.yaml"
     config = yaml.safe_load(suite_file.read_text(encoding="utf-8")) if suite_file.exists() else None
     config = config if isinstance(config, dict) else {}
@@ -911,19 +940,22 @@ def _suite_config(out: Path, repo: Path, names: Counter, test_cmd: str, cfg: Gen
     limits = defaults.setdefault("limits", {})
     limits.setdefault("max_turns", cfg.max_turns)
     limits.setdefault("max_edits", cfg.max_edits)
+    # The agent's `test` tool runs the whole suite: give it the time the generator's own whole-suite
+    # runs get (more-itertools' test_more.py passed the 60 s default only on an idle machine).
+    limits.setdefault("tool_timeout", max(60.0, min(600.0, float(round(5 + 3 * suite_seconds)))))
     config["rename_pool"] = sorted(n for n, k in names.items() if k == 1 and not n.startswith("_"))
     return config
 
 
 def _prepare_stage(out: Path, repo: Path, names: Counter, test_cmd: str,
-                   cfg: GenerateConfig) -> tuple[Path, dict]:
+                   cfg: GenerateConfig, suite_seconds: float) -> tuple[Path, dict]:
     """OUT/.generate-stage: a suite of its own (suite.yaml, repo/, the generated folders) that the
     new tasks are written and validated in; returns it and the suite.yaml `out` will get."""
     stage = out / STAGE_DIR
     if stage.exists():
         shutil.rmtree(stage)
     stage.mkdir()
-    config = _suite_config(out, repo, names, test_cmd, cfg)
+    config = _suite_config(out, repo, names, test_cmd, cfg, suite_seconds)
     staged = {**config, "defaults": {**config["defaults"], "repo": "repo"}}
     (stage / "suite.yaml").write_text(dump_yaml(staged), encoding="utf-8")
     if (out / "repo").resolve() == repo:

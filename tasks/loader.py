@@ -6,6 +6,7 @@ by `fixrl tasks validate`) keeps the good tasks and returns one error per bad fi
 from __future__ import annotations
 
 import difflib
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -145,6 +146,18 @@ def resolve_text(value: str, suite_dir: Path, file_dir: Path | None, what: str) 
                 raise ValueError(f"cannot read {c}: {e}") from None
     raise ValueError(f"{what} file {value!r} not found (looked in {', '.join(str(c.parent) for c in candidates)}); "
                      "inline text must contain a newline")
+
+
+def stored_path(target: Path, suite_dir: Path) -> str:
+    """How fixrl's commands write a path into a task file (the loader reads any of these forms
+    relative to the suite directory): relative to the suite directory when `target` is inside
+    the suite directory's parent -- the suite itself, or a sibling such as `../upstream`, so the
+    suite and its repository move together -- and absolute otherwise (a path climbing out of
+    the suite's parent would break as soon as either moved)."""
+    target, suite_dir = Path(target).resolve(), Path(suite_dir).resolve()
+    if target == suite_dir.parent or suite_dir.parent in target.parents:
+        return Path(os.path.relpath(target, suite_dir)).as_posix()
+    return target.as_posix()
 
 
 def field_text(task: Task, value: str) -> str:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 State = Literal["clean", "buggy", "fixed"]
 
 STRIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox",
-              ".nox", ".venv"}
+              ".nox", ".venv", ".fixrl-cache"}
 STRIP_SUFFIXES = (".orig", ".rej", ".patch", ".pyc", ".pyo")
 STRIP_FILES = {".git"}  # a submodule's or worktree's .git file points at history
 

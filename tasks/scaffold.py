@@ -6,7 +6,6 @@ computed by diffing the buggy state against the clean one.
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import tempfile
@@ -16,9 +15,10 @@ from pathlib import Path
 import yaml
 
 from fixrl.sandbox import open_sandbox
-from fixrl.tasks.loader import TaskError
+from fixrl.tasks.loader import TaskError, stored_path
 from fixrl.tasks.materialize import apply_patch, changed_paths, copy_repo, diff_dirs, strip_tree
 from fixrl.tasks.schema import TASK_ID_RE, Task
+from fixrl.tasks.staging import write_into
 
 ISSUE_PLACEHOLDER = ("TODO: describe the symptom the way a user would report it: what was called, what "
                      "was expected, what happened. Do not describe the fix.")
@@ -115,21 +115,16 @@ def new_task(repo: Path, bug: Path, test: Path, out: Path, task_id: str | None =
         shutil.copyfile(test, target)
         tests = collect_tests(clean, dest, backend=backend)
 
-    checks = out / "checks" / task_id
-    checks.mkdir(parents=True, exist_ok=True)
-    (checks / "bug.patch").write_text(bug_text if bug_text.endswith("\n") else bug_text + "\n")
-    (checks / "fix.patch").write_text(fix_text)
-    shutil.copyfile(test, checks / test.name)
-    rel = lambda p: os.path.relpath(p, out.resolve())  # noqa: E731
+    checks = f"checks/{task_id}"
     touched = changed_paths(bug_text)
     data = {
         "id": task_id,
-        "repo": rel(repo.resolve()),
+        "repo": stored_path(repo, out),
         "issue": issue or ISSUE_PLACEHOLDER,
-        "bug": rel((checks / "bug.patch").resolve()),
-        "fix": rel((checks / "fix.patch").resolve()),
+        "bug": f"{checks}/bug.patch",
+        "fix": f"{checks}/fix.patch",
         "check": {
-            "files": {dest: rel((checks / test.name).resolve())},
+            "files": {dest: f"{checks}/{test.name}"},
             "command": f"python -m pytest -q {dest}",
             "tests": tests,
         },
@@ -137,6 +132,12 @@ def new_task(repo: Path, bug: Path, test: Path, out: Path, task_id: str | None =
     }
     if touched:
         data["file"] = touched[0]
-    task_file.parent.mkdir(parents=True, exist_ok=True)
-    task_file.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100))
+    files = {f"{checks}/bug.patch": bug_text if bug_text.endswith("\n") else bug_text + "\n",
+             f"{checks}/fix.patch": fix_text, f"{checks}/{test.name}": test.read_text(encoding="utf-8"),
+             f"tasks/{task_id}.yaml": yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)}
+    if not (out / "suite.yaml").exists():
+        # The loader finds a task's suite by its nearest suite.yaml: without one here, a suite.yaml
+        # further up would become the base of the task's relative paths.
+        files["suite.yaml"] = f"name: {out.resolve().name}\n"
+    write_into(out, files)
     return Scaffold(task_file, task_id, tests, dest, visible)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -29,9 +30,10 @@ from typing import Any
 
 import yaml
 
-from fixrl.tasks.loader import TaskError, load_suite, repo_path
+from fixrl.tasks.loader import TaskError, load_suite, repo_path, stored_path
 from fixrl.tasks.materialize import apply_patch, changed_paths, diff_files, materialize
 from fixrl.tasks.schema import GitRepo, Suite, Task
+from fixrl.tasks.staging import publish, staging_dir
 
 REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement",
             "FAIL_TO_PASS", "PASS_TO_PASS")
@@ -90,9 +92,12 @@ def _safe_id(instance_id: str) -> str:
     return out if out and out[0].isalnum() else f"i-{out}"
 
 
-def instance_to_task(inst: dict, checkout: Path, out: Path, where: str = "instance") -> Path:
-    """Write one instance as a task file (and its patch / check files) under suite `out`."""
+def instance_to_task(inst: dict, checkout: Path, out: Path, where: str = "instance",
+                     suite_dir: Path | None = None) -> Path:
+    """Write one instance as a task file (and its patch / check files) under `out`, for the
+    suite directory `suite_dir` (default: `out`; a staging directory writes for another)."""
     checkout, out = Path(checkout), Path(out)
+    suite_dir = Path(suite_dir) if suite_dir is not None else out
     iid = str(inst["instance_id"])
     where = f"{where} {iid}"
     tid = _safe_id(iid)
@@ -133,16 +138,15 @@ def instance_to_task(inst: dict, checkout: Path, out: Path, where: str = "instan
     (checks / "fix.patch").write_text(inst["patch"], encoding="utf-8")
     files = sorted({t.split("::", 1)[0] for t in tests})
     public = sorted(p for p in existed if p in files)
-    rel = lambda p: os.path.relpath(Path(p).resolve(), out.resolve())  # noqa: E731
     meta = {k: v for k, v in inst.items() if k not in _MAPPED and k != FIXRL_KEY}
     meta["FAIL_TO_PASS"], meta["PASS_TO_PASS"] = f2p, p2p
     data: dict[str, Any] = {
         "id": tid,
-        "repo": {"git": rel(checkout), "commit": base},
+        "repo": {"git": stored_path(checkout, suite_dir), "commit": base},
         "issue": inst["problem_statement"] or f"(no problem statement in {iid})",
-        "fix": rel(checks / "fix.patch"),
+        "fix": f"checks/{tid}/fix.patch",
         "check": {
-            "files": {p: rel(checks / "files" / p) for p in sorted(after)},
+            "files": {p: f"checks/{tid}/files/{p}" for p in sorted(after)},
             "command": "python -m pytest -q " + " ".join(files),
             "tests": tests,
         },
@@ -170,10 +174,15 @@ def import_instances(path: Path, checkout: Path, out: Path) -> list[Path]:
     """Import every instance of a .json / .jsonl file into suite `out`; returns the task files."""
     instances = read_instances(path)
     out = Path(out)
-    (out / "tasks").mkdir(parents=True, exist_ok=True)
-    if not (out / "suite.yaml").exists():
-        (out / "suite.yaml").write_text(f"name: {out.resolve().name}\n")
-    return [instance_to_task(inst, checkout, out, where=str(path)) for inst in instances]
+    stage = staging_dir(out)  # all instances or none: a bad one leaves the suite as it was
+    try:
+        if not (out / "suite.yaml").exists():
+            (stage / "suite.yaml").write_text(f"name: {out.resolve().name}\n")
+        written = [instance_to_task(inst, checkout, stage, where=str(path), suite_dir=out) for inst in instances]
+        publish(stage, out)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return [out / f.relative_to(stage) for f in written]
 
 
 # ---------------------------------------------------------------- export

@@ -34,10 +34,11 @@ from fixrl.tasks.check import CheckResult
 from fixrl.tasks.guard import GuardSpec, spec_between
 from fixrl.tasks.judge import judge_tree
 from fixrl.tasks.loader import TaskError, field_text, load_suite_lenient
-from fixrl.tasks.materialize import materialize, run_setup
+from fixrl.tasks.materialize import changed_paths, is_test_path, materialize, run_setup
 from fixrl.tasks.policy import judge_changes, relax_hint, repo_modules, tree_changes
 from fixrl.tasks.pytest_command import parse_pytest_command
 from fixrl.tasks.schema import Suite, Task
+from fixrl.tasks.validate_cache import ValidationCache
 
 if TYPE_CHECKING:
     from fixrl.sandbox.pool import SandboxPool
@@ -60,6 +61,8 @@ class ValidationResult:
     verdicts: dict[str, list[str]] = field(default_factory=dict)
     """State label -> the check's outcome on each run."""
     file: str | None = None
+    cached: bool = False
+    """Read back from the suite's validation cache (`tasks.validate_cache`), not run again."""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -158,10 +161,7 @@ def validate_task(task: Task, pool: SandboxPool, repeats: int = 3) -> Validation
         out.reasons += _location_problems(task, buggy)
         if fixed is not None:
             out.reasons += _policy_problems(task, buggy, fixed)
-        for dest, value in task.check.files.items():
-            seen = buggy / dest
-            if seen.is_file() and seen.read_text(errors="replace") == field_text(task, value):
-                out.warnings.append(f"check file {dest} is already in the buggy repository: the agent can read it")
+        out.warnings += _visible_check_files(task, buggy)
         if task.kind == "fix":
             runs = [_Run("buggy state", buggy, None, "fail"),
                     _Run("reference fix", fixed, None, "pass", spec_between(buggy, fixed))]
@@ -189,6 +189,58 @@ def validate_task(task: Task, pool: SandboxPool, repeats: int = 3) -> Validation
     out.ok = not out.reasons
     out.seconds = time.monotonic() - start
     return out
+
+
+def _visible_check_files(task: Task, buggy: Path) -> list[str]:
+    """Warnings for hidden check files the agent can read in the buggy repository.
+
+    A check file identical to the clean repository's own *test* file at its path is not hidden
+    at all: it is one of the repository's tests, which the public test command runs anyway (the
+    generator's checks are made of such files), so it is no leak and gets no warning. A leak is
+    a check file whose text the agent can read although it is not such a test: one identical to
+    a non-test file at its path (an answer checker left in the repository), one the bug itself
+    writes into the repository (`bug` / `bug_files`), or one whose text is in the buggy
+    repository under another path."""
+    written = set(task.bug_files)
+    if task.bug is not None:
+        written.update(changed_paths(field_text(task, task.bug)))
+    copies: _ContentIndex | None = None
+    warnings: list[str] = []
+    for dest, value in task.check.files.items():
+        text = field_text(task, value)
+        at = buggy / dest
+        if at.is_file() and not at.is_symlink() and at.read_text(errors="replace") == text:
+            if dest in written:
+                warnings.append(f"check file {dest} is written into the buggy repository by the task's bug: "
+                                "the agent can read it")
+            elif not is_test_path(dest):
+                warnings.append(f"check file {dest} is already in the buggy repository: the agent can read it")
+            continue
+        if not text.strip():
+            continue  # an empty __init__.py reveals nothing, and empty files are everywhere
+        copies = copies or _ContentIndex(buggy)
+        elsewhere = copies.find(text.encode("utf-8"))
+        if elsewhere:
+            warnings.append(f"check file {dest} is in the buggy repository as {elsewhere}: the agent can read it")
+    return warnings
+
+
+class _ContentIndex:
+    """The buggy tree's regular files by size, to find a check file's text under another path
+    without reading every file (only those of the same size are compared)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.by_size: dict[int, list[Path]] = {}
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                self.by_size.setdefault(path.stat().st_size, []).append(path)
+
+    def find(self, data: bytes) -> str | None:
+        for path in self.by_size.get(len(data), []):
+            if path.read_bytes() == data:
+                return path.relative_to(self.root).as_posix()
+        return None
 
 
 def _location_problems(task: Task, buggy: Path) -> list[str]:
@@ -229,16 +281,21 @@ def _wrong_verdict(task: Task, run: _Run, got: CheckResult) -> str:
 
 def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2, repeats: int = 3,
                    task_ids: list[str] | None = None, image: str | None = None,
-                   progress: Callable[[ValidationResult], None] | None = None) -> list[ValidationResult]:
+                   progress: Callable[[ValidationResult], None] | None = None, cache: bool = False,
+                   note: Callable[[str], None] | None = None) -> list[ValidationResult]:
     """Validate every task of a suite (a Suite, or a path: then bad task files are results too,
-    one per file), `jobs` tasks at a time in a pool of as many sandboxes."""
+    one per file), `jobs` tasks at a time in a pool of as many sandboxes.
+
+    cache: reuse the results of tasks validated before with the same inputs, and store the new
+    ones (`tasks.validate_cache`, in the suite directory); reused results have `cached` set.
+    note: receives warnings about the cache (unreadable, unwritable)."""
 
     results: list[ValidationResult] = []
     if isinstance(suite, Suite):
-        tasks = list(suite.tasks)
+        tasks, suite_dir = list(suite.tasks), suite.dir
     else:
         loaded, errors = load_suite_lenient(Path(suite))
-        tasks = list(loaded.tasks)
+        tasks, suite_dir = list(loaded.tasks), loaded.dir
         for file, err in errors:
             res = ValidationResult(Path(file).stem, ok=False, reasons=[str(err)], file=str(file))
             results.append(res)
@@ -250,10 +307,41 @@ def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2
         if missing:
             raise TaskError(f"no task(s) {', '.join(missing)} in the suite")
         tasks = [t for t in tasks if t.id in set(task_ids)]
+    store = ValidationCache(suite_dir, backend=backend, repeats=repeats, image=image, note=note) if cache else None
+    done: dict[str, ValidationResult] = {}
+    keys: dict[str, str | None] = {}
+    for task in tasks:
+        keys[task.id] = store.key(task) if store else None
+        hit = store.get(task, keys[task.id]) if store else None
+        if hit is not None:
+            done[task.id] = _cached_result(hit, task)
+            if progress:
+                progress(done[task.id])
+    todo = [t for t in tasks if t.id not in done]
+    try:
+        if todo:
+            _validate_all(todo, done, backend=backend, jobs=jobs, repeats=repeats, image=image, progress=progress,
+                          store=(lambda t, r: store.put(t, keys[t.id], r.to_json())) if store else None)
+    finally:
+        if store:
+            store.save()
+    results += [done[t.id] for t in tasks]
+    return results
+
+
+def _cached_result(data: dict, task: Task) -> ValidationResult:
+    res = ValidationResult(**{**data, "cached": True})
+    res.file = str(task.source_file) if task.source_file else None
+    return res
+
+
+def _validate_all(tasks: list[Task], done: dict[str, ValidationResult], *, backend: str, jobs: int, repeats: int,
+                  image: str | None, progress: Callable[[ValidationResult], None] | None,
+                  store: Callable[[Task, ValidationResult], None] | None) -> None:
+    """Validate `tasks` `jobs` at a time into `done` (by id); `store` each result as it comes."""
     jobs = max(1, int(jobs))
     with SandboxPool(jobs, backend=backend, image=image) as pool, ThreadPoolExecutor(jobs) as ex:
         futures = {ex.submit(validate_task, t, pool, repeats): t for t in tasks}
-        done: dict[str, ValidationResult] = {}
         for fut in as_completed(futures):
             task = futures[fut]
             try:
@@ -262,7 +350,7 @@ def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2
                 res = ValidationResult(task.id, ok=False, reasons=[f"validation crashed: {type(e).__name__}: {e}"],
                                        file=str(task.source_file) if task.source_file else None)
             done[task.id] = res
+            if store:
+                store(task, res)
             if progress:
                 progress(res)
-    results += [done[t.id] for t in tasks]
-    return results

@@ -78,3 +78,24 @@ def test_command_module_imports_nothing_heavy():
             "print(sorted(m for m in ('torch', 'transformers', 'peft', 'ray') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_failed_commands_leave_no_suite_behind(tmp_path, capsys):
+    """A generation or an import that fails writes nothing: no suite.yaml, no empty tasks/."""
+    from suitekit import write_repo
+
+    from fixrl.harness.cli import main
+
+    repo = write_repo(tmp_path / "repo")
+    out = tmp_path / "gen"
+    assert main(["tasks", "generate", "--repo", str(repo), "--test-cmd", "python -m pytest -q", "--out", str(out),
+                 "-j", "1", "--files", "nope.py"]) == 2
+    assert "matches none" in capsys.readouterr().err and not out.exists()
+    (tmp_path / "i.json").write_text('{"instance_id": "x", "repo": "r", "base_commit": "0000", "patch": "", '
+                                     '"test_patch": "", "problem_statement": "", "FAIL_TO_PASS": [], '
+                                     '"PASS_TO_PASS": []}')
+    out = tmp_path / "imported"
+    assert main(["tasks", "import-swebench", str(tmp_path / "i.json"), "--checkout", str(tmp_path / "no-clone"),
+                 "--out", str(out)]) == 2
+    assert "--checkout" in capsys.readouterr().err and not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["i.json", "repo"]

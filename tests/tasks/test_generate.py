@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 
 import pytest
+import yaml
 
 from fixrl.tasks.generate import GenerateError, generate, round_robin, split_by_function, unified_diff
 
@@ -138,10 +139,12 @@ def test_tasks_load_and_are_well_formed(generated):
     assert sorted(t.id for t in suite.tasks) == report.task_ids
     assert set(suite.rename_pool) == {"add_all", "clamp", "is_even", "first_index", "count_positive"}
     clean = (repo / "calc" / "ops.py").read_text()
+    assert yaml.safe_load((out / "suite.yaml").read_text())["defaults"]["limits"]["tool_timeout"] == 60.0
     for t in suite.tasks:
         assert t.kind == "fix" and t.file == "calc/ops.py" and t.function in suite.rename_pool
         assert f"family:{t.family}" in t.tags and f"function:{t.function}" in t.tags
         assert t.limits.max_edits == 1 and t.limits.max_turns == 8
+        assert t.limits.tool_timeout == 60.0  # written by the generator (a suite of seconds: the floor)
         assert t.check.tests and all(n.startswith("tests/test_ops.py::") for n in t.check.tests)
         assert set(t.metadata["generator"]["FAIL_TO_PASS"]) <= set(t.check.tests)
         assert "tests/test_ops.py" in t.check.files
@@ -482,3 +485,30 @@ def test_eta():
     assert eta_seconds(Counts(total=100, done=40, tested=40, kept=15, target=15), 2.0) == 0.0
     line = status_line(Counts(total=100, done=10, tested=8, kept=5, skipped=2, target=15), 12.0, 150)
     assert line == "candidates 10/100 decided: 8 tested, 5 kept (target 15), 2 skipped; 12.0/min, about 2 min left"
+
+
+def test_the_check_keeps_the_test_commands_pytest_options():
+    """cachetools' tests import it from src/ through `-o pythonpath=src`: a check without the
+    option collects nothing, and every reference fix fails with its tests missing."""
+    from fixrl.tasks.generate import check_command
+
+    ids = ["tests/test_a.py::test_x"]
+    assert check_command("python -m pytest -q -o pythonpath=src tests", ids) == \
+        "python -m pytest -q -o pythonpath=src tests/test_a.py::test_x"
+    assert check_command("PYTHONHASHSEED=0 python -X dev -m pytest tests/ -p no:randomly --import-mode=importlib "
+                         "-x --lf -k 'not slow'", ids) == \
+        "PYTHONHASHSEED=0 python -X dev -m pytest -q -p no:randomly --import-mode=importlib -k 'not slow' " \
+        "tests/test_a.py::test_x"
+    assert check_command("pytest -q toolz/tests", ids) == "python -m pytest -q tests/test_a.py::test_x"
+
+
+def test_the_test_tool_gets_the_time_a_whole_suite_run_gets(tmp_path):
+    """more-itertools' test_more.py takes ~40 s idle, over 60 s on a busy machine: the agent's
+    `test` tool (the whole suite) gets the generator's own whole-suite timeout."""
+    from collections import Counter
+
+    from fixrl.tasks.generate import GenerateConfig, _suite_config
+
+    limits = lambda s: _suite_config(tmp_path, tmp_path, Counter(), "pytest", GenerateConfig(), s)[  # noqa: E731
+        "defaults"]["limits"]["tool_timeout"]
+    assert (limits(3.0), limits(40.0), limits(1000.0)) == (60.0, 125.0, 600.0)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from suitekit import BUG, HIDDEN, HIDDEN_TESTS, REPO_FILES, write_repo
 
 from fixrl.harness.cli import main as fixrl
@@ -65,6 +66,36 @@ def test_new_bad_input(tmp_path, inputs, capsys):
     assert fixrl(["tasks", "new", "--repo", str(repo), "--bug", str(bad), "--test", str(test),
                   "--out", str(tmp_path / "s2")]) == 2
     assert "does not apply" in capsys.readouterr().err
+
+
+def test_paths_relative_to_the_suite_when_near_absolute_when_far(tmp_path, inputs):
+    repo, bug, test = inputs
+    near, far = tmp_path / "near", tmp_path / "x" / "y" / "far"
+    for out in (near, far):
+        new_task(repo, bug, test, out, task_id="t", issue="add is off")
+    stored = {out: yaml.safe_load((out / "tasks" / "t.yaml").read_text()) for out in (near, far)}
+    assert stored[near]["repo"] == "../myrepo"
+    assert stored[far]["repo"] == repo.resolve().as_posix()
+    for out in (near, far):
+        assert stored[out]["bug"] == "checks/t/bug.patch"
+        assert stored[out]["check"]["files"] == {"tests/test_hidden.py": "checks/t/test_hidden.py"}
+        assert (out / "suite.yaml").is_file()  # the base of the relative paths, whatever lies above
+        task = load_suite(out).get("t")
+        assert task.bug == BUG and task.check.files == {"tests/test_hidden.py": HIDDEN}
+    # a suite.yaml further up does not capture the task: `out` is its own suite
+    (tmp_path / "x" / "suite.yaml").write_text("name: outer\n")
+    assert load_suite(far).get("t").bug == BUG
+    assert not [p for p in tmp_path.rglob("*") if ".staging-" in p.name]
+
+
+def test_a_failed_new_leaves_nothing_behind(tmp_path, inputs):
+    repo, _, test = inputs
+    bad = tmp_path / "bad.patch"
+    bad.write_text(BUG.replace("a + b", "a // b"))
+    with pytest.raises(TaskError, match="does not apply"):
+        new_task(repo, bad, test, tmp_path / "s")
+    assert not (tmp_path / "s").exists()
+    assert not [p for p in tmp_path.iterdir() if ".staging-" in p.name]
 
 
 def test_parse_collected():

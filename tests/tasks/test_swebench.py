@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from suitekit import HIDDEN, REPO_FILES, fix_task, make_suite, question_task, write_repo
 
 from fixrl.harness.cli import main as fixrl
@@ -133,9 +134,54 @@ def test_bad_instances(tmp_path, upstream):
     f.write_text(json.dumps({**inst, "base_commit": "0" * 40}))
     with pytest.raises(TaskError, match=r"base_commit 0+ is not in .*: fetch it first"):
         import_instances(f, repo, tmp_path / "s")
+    assert not (tmp_path / "s").exists()
     f.write_text(json.dumps({**inst, "test_patch": inst["test_patch"].replace("assert add(2, 2)", "assert add(9, 9)")}))
     with pytest.raises(TaskError, match="test_patch does not apply"):
         import_instances(f, repo, tmp_path / "s")
     f.write_text(json.dumps(inst))
     assert fixrl(["tasks", "import-swebench", str(f), "--checkout", str(tmp_path / "nope"), "--out",
                   str(tmp_path / "s")]) == 2
+
+
+def _leftovers(parent: Path) -> list[str]:
+    return sorted(p.name for p in parent.iterdir() if ".staging-" in p.name)
+
+
+def test_a_failed_import_leaves_nothing_behind(tmp_path, upstream, capsys):
+    repo, inst = upstream
+    f = tmp_path / "two.jsonl"
+    bad = {**inst, "instance_id": "tiny__calc-2", "base_commit": "0" * 40}
+    f.write_text(json.dumps(inst) + "\n" + json.dumps(bad) + "\n")
+    out = tmp_path / "new-suite"
+    assert fixrl(["tasks", "import-swebench", str(f), "--checkout", str(repo), "--out", str(out)]) == 2
+    assert "base_commit 0000000000000000000000000000000000000000 is not in" in capsys.readouterr().err
+    assert not out.exists() and _leftovers(tmp_path) == []  # not even the first, good instance
+    # into an existing suite: the suite stays as it was
+    existing = make_suite(tmp_path, [fix_task("mine")])
+    before = sorted(str(p.relative_to(existing)) for p in existing.rglob("*"))
+    with pytest.raises(TaskError, match="is not in"):
+        import_instances(f, repo, existing)
+    assert sorted(str(p.relative_to(existing)) for p in existing.rglob("*")) == before
+    assert _leftovers(existing.parent) == []
+    # and a good import adds to it, keeping what was there
+    f.write_text(json.dumps(inst) + "\n")
+    [written] = import_instances(f, repo, existing)
+    assert written == existing / "tasks" / "tiny__calc-1.yaml" and written.is_file()
+    assert {t.id for t in load_suite(existing).tasks} == {"mine", "tiny__calc-1"}
+    assert _leftovers(existing.parent) == []
+
+
+def test_repository_paths_are_relative_when_near_the_suite_absolute_when_far(tmp_path, upstream):
+    repo, inst = upstream
+    f = tmp_path / "i.json"
+    f.write_text(json.dumps(inst))
+    near, far = tmp_path / "near", tmp_path / "a" / "b" / "far"
+    for out in (near, far):
+        import_instances(f, repo, out)
+    stored = {out: yaml.safe_load((out / "tasks" / "tiny__calc-1.yaml").read_text()) for out in (near, far)}
+    assert stored[near]["repo"]["git"] == "../upstream"
+    assert stored[far]["repo"]["git"] == repo.resolve().as_posix()
+    for out in (near, far):
+        assert stored[out]["fix"] == "checks/tiny__calc-1/fix.patch"  # inside the suite: always relative
+        task = load_suite(out).get("tiny__calc-1")
+        assert task.fix == inst["patch"] and task.check.files["tests/test_hidden.py"] == HIDDEN

@@ -6,7 +6,8 @@ import json
 import time
 
 import pytest
-from suitekit import BUG, HIDDEN, QUESTION_CHECK, fix_task, make_suite, question_task
+import yaml
+from suitekit import BUG, FIX, HIDDEN, QUESTION_CHECK, REPO_FILES, fix_task, make_suite, question_task
 
 from fixrl.harness.cli import main as fixrl
 from fixrl.sandbox import SandboxPool
@@ -111,12 +112,55 @@ def test_failing_setup_is_reported(pool, tmp_path):
 
 
 def test_visible_check_file_is_a_warning(pool, tmp_path):
-    from suitekit import QUESTION_CHECK, REPO_FILES
-
     root = make_suite(tmp_path, [question_task("seen")], repo_files={**REPO_FILES, "check_answer.py": QUESTION_CHECK})
     res = validate_task(load_suite(root).tasks[0], pool, repeats=1)
     assert res.ok, res.reasons
     assert res.warnings == ["check file check_answer.py is already in the buggy repository: the agent can read it"]
+
+
+def test_repository_test_used_as_the_check_is_not_a_leak(pool, tmp_path):
+    """The generator's checks are the repository's own test files, unchanged: the public tests run
+    them anyway, so no warning (every generated task would get one)."""
+    root = make_suite(tmp_path, [fix_task("own-tests")], repo_files={**REPO_FILES, "tests/test_hidden.py": HIDDEN})
+    res = validate_task(load_suite(root).tasks[0], pool, repeats=1)
+    assert res.ok and res.warnings == [], (res.reasons, res.warnings)
+
+
+def test_hidden_check_that_overrides_a_repository_test_is_quiet(pool, tmp_path):
+    older = HIDDEN.replace("def test_mul():\n    assert mul(2, 3) == 6\n", "")
+    root = make_suite(tmp_path, [fix_task("newer")], repo_files={**REPO_FILES, "tests/test_hidden.py": older})
+    res = validate_task(load_suite(root).tasks[0], pool, repeats=1)
+    assert res.ok and res.warnings == [], (res.reasons, res.warnings)
+
+
+def test_hidden_check_written_by_the_bug_is_a_leak(pool, tmp_path):
+    buggy = REPO_FILES["calc.py"].replace("a + b", "a - b")
+    t = fix_task("leaky", bug=None, bug_files={"calc.py": buggy, "tests/test_hidden.py": HIDDEN})
+    res = validate_task(_task(tmp_path, t), pool, repeats=1)
+    assert res.ok, res.reasons
+    assert res.warnings == ["check file tests/test_hidden.py is written into the buggy repository by the task's "
+                            "bug: the agent can read it"]
+
+
+def test_hidden_check_copied_elsewhere_in_the_repository_is_a_leak(pool, tmp_path):
+    root = make_suite(tmp_path, [fix_task("copied")], repo_files={**REPO_FILES, "notes/hidden.txt": HIDDEN})
+    res = validate_task(load_suite(root).tasks[0], pool, repeats=1)
+    assert res.ok, res.reasons
+    assert res.warnings == ["check file tests/test_hidden.py is in the buggy repository as notes/hidden.txt: "
+                            "the agent can read it"]
+
+
+def test_src_layout_checks_with_the_test_commands_options(pool, tmp_path):
+    """A src/ layout importable only through `-o pythonpath=src` (as the generator writes
+    cachetools' checks): the check finds its tests in the fresh and the reused check sandbox."""
+    files = {"src/calc.py": REPO_FILES["calc.py"], "tests/test_calc.py": REPO_FILES["tests/test_calc.py"]}
+    cmd = "python -m pytest -q -o pythonpath=src"
+    t = fix_task("src", bug=BUG.replace("calc.py", "src/calc.py"), fix=FIX.replace("calc.py", "src/calc.py"),
+                 public_tests=cmd, check={"command": f"{cmd} tests/test_hidden.py"})
+    task = load_suite(make_suite(tmp_path, [t], repo_files=files)).tasks[0]
+    res = validate_task(task, pool, repeats=2)
+    assert res.ok, res.reasons
+    assert res.verdicts == {"buggy state": ["fail", "fail"], "reference fix": ["pass", "pass"]}
 
 
 def test_validate_suite_reports_bad_files_and_runs_in_parallel(tmp_path):
@@ -188,3 +232,58 @@ def test_task_objects_built_in_python_validate_too(pool, tmp_path):
     task.suite_dir = root
     res = validate_task(task, pool, repeats=1)
     assert res.ok, res.reasons
+
+
+# ---------------------------------------------------------------- the validation cache
+
+def _plain(results):
+    return [{k: v for k, v in r.to_json().items() if k != "cached"} for r in results]
+
+
+def test_cache_reuses_unchanged_tasks_and_reruns_changed_ones(tmp_path):
+    root = make_suite(tmp_path, [fix_task("a"), fix_task("b")])
+    first = validate_suite(root, jobs=2, repeats=1, cache=True)
+    assert [r.cached for r in first] == [False, False] and all(r.ok for r in first)
+    assert (root / ".fixrl-cache" / "validate.json").is_file()
+    assert not (root / ".fixrl-cache" / "validate.json.partial").exists()
+    again = validate_suite(root, jobs=2, repeats=1, cache=True)
+    assert [r.cached for r in again] == [True, True] and _plain(again) == _plain(first)
+    # a byte-code cache or .pytest_cache in the repository is not a change; any other file is
+    (root / "repo" / "__pycache__").mkdir()
+    (root / "repo" / "__pycache__" / "calc.cpython-311.pyc").write_bytes(b"junk")
+    assert [r.cached for r in validate_suite(root, jobs=2, repeats=1, cache=True)] == [True, True]
+    (root / "repo" / "README").write_text("a file the tasks never mention\n")
+    assert [r.cached for r in validate_suite(root, jobs=2, repeats=1, cache=True)] == [False, False]
+    # other settings (here: repeats) are other results
+    assert [r.cached for r in validate_suite(root, jobs=2, repeats=2, cache=True)] == [False, False]
+    # a task file changed: that task alone runs again
+    with open(root / "tasks" / "b.yaml", "a") as f:
+        f.write("# edited\n")
+    assert [r.cached for r in validate_suite(root, jobs=2, repeats=2, cache=True)] == [True, False]
+    # a changed verdict is stored too: the bug no longer breaks the check
+    weak = fix_task("a", check={"tests": ["tests/test_hidden.py::test_mul"],
+                                "command": "python -m pytest -q tests/test_hidden.py -k test_mul"})
+    (root / "tasks" / "a.yaml").write_text(yaml.safe_dump(weak))
+    res = validate_suite(root, jobs=2, repeats=1, cache=True)
+    assert not res[0].ok and not res[0].cached
+    res2 = validate_suite(root, jobs=2, repeats=1, cache=True)
+    assert res2[0].cached and _plain(res2) == _plain(res)
+
+
+def test_cli_cache_message_no_cache_and_corrupt_cache(tmp_path, capsys):
+    root = make_suite(tmp_path, [question_task("q")])
+    assert fixrl(["tasks", "validate", str(root), "--repeats", "1", "-j", "1"]) == 0
+    assert "reused" not in capsys.readouterr().out
+    assert fixrl(["tasks", "validate", str(root), "--repeats", "1", "-j", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "✓ q  cached" in out
+    assert "reused 1 cached result(s) (unchanged task and repository); --no-cache to re-run" in out
+    assert fixrl(["tasks", "validate", str(root), "--repeats", "1", "-j", "1", "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "reused" not in out and "cached" not in out
+    (root / ".fixrl-cache" / "validate.json").write_text('{"format": 1, "tasks": ')
+    assert fixrl(["tasks", "validate", str(root), "--repeats", "1", "-j", "1", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "warning: ignoring the validation cache" in captured.err and "unreadable" in captured.err
+    assert json.loads(captured.out)["results"][0]["cached"] is False
+    assert json.loads((root / ".fixrl-cache" / "validate.json").read_text())["format"] == 1  # rewritten

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -63,6 +64,9 @@ def register(sub) -> None:
                    help="runs of the check per state; differing verdicts flag the task flaky")
     v.add_argument("--task", action="append", default=None, metavar="ID", help="only this task (repeatable)")
     v.add_argument("--image", default=None, help="Docker image (default: each task's, else the base image)")
+    v.add_argument("--no-cache", dest="cache", action="store_false",
+                   help="validate every task again, even one whose task and repository have not changed since "
+                        "its result was stored (in SUITE/.fixrl-cache/validate.json)")
     v.set_defaults(func=validate)
 
     pc = tsub.add_parser("policy-check", help="judge every reference fix by its task's change policy, on the "
@@ -155,20 +159,34 @@ def validate(args) -> int:
     def show(res) -> None:
         if console is None:
             return
+        took = "cached" if res.cached else f"{res.seconds:.1f}s"
         if res.ok:
-            console.print(f"[green]✓[/green] {escape(res.task_id)}  [dim]{res.seconds:.1f}s[/dim]")
+            console.print(f"[green]✓[/green] {escape(res.task_id)}  [dim]{took}[/dim]")
         else:
             mark = "[yellow]~[/yellow]" if res.flaky else "[red]✗[/red]"
-            console.print(f"{mark} {escape(res.task_id)}  [dim]{res.seconds:.1f}s[/dim]")
+            console.print(f"{mark} {escape(res.task_id)}  [dim]{took}[/dim]")
             for reason in res.reasons:
                 console.print("    " + escape(reason.replace("\n", "\n    ")))
         for warning in res.warnings:
             console.print(f"    [yellow]warning:[/yellow] {escape(warning)}")
 
+    def note(text: str) -> None:
+        if console is None:
+            print(f"warning: {text}", file=sys.stderr)
+        else:
+            console.print(f"[yellow]warning:[/yellow] {escape(text)}")
+
     results = validate_suite(target, backend=args.backend, jobs=args.jobs, repeats=args.repeats,
-                             task_ids=args.task, image=args.image, progress=show)
+                             task_ids=args.task, image=args.image, progress=show, cache=args.cache, note=note)
     if not results:
         raise UserError(f"{path}: no tasks found (task files are *.yaml under {path / 'tasks'})")
+    reused = sum(r.cached for r in results)
+    if reused:
+        message = f"reused {reused} cached result(s) (unchanged task and repository); --no-cache to re-run"
+        if console is None:
+            print(message, file=sys.stderr)
+        else:
+            console.print(f"[dim]{message}[/dim]")
     valid = sum(r.ok for r in results)
     flaky = sum(r.flaky for r in results)
     summary = {"tasks": len(results), "valid": valid, "invalid": len(results) - valid, "flaky": flaky,
