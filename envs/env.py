@@ -389,19 +389,19 @@ class ToolEnv:
             return f"{name} {pattern[:40]!r}"
         return f"{name} {path}" if isinstance(path, str) else name
 
-    # ------------------------------------------------------------------ hooks used by tools
+    # ------------------------------------------------------------------ the ToolContext tools use (envs.types)
 
-    def _note_edit(self, path: str, after: str, before: str) -> None:
+    def note_edit(self, path: str, after: str, before: str) -> None:
         if self._first_edit is None:
             self._first_edit = (path, before, after)
             self.info.reads_before_first_edit = self.info.reads
         self.info.edits += 1
         self._last_test = None
 
-    def _note_refused_edit(self, path: str) -> None:
+    def note_refused_edit(self, path: str) -> None:
         self.info.refused_edits += 1
 
-    def _note_failed_edit(self, path: str) -> None:
+    def note_failed_edit(self, path: str) -> None:
         self.info.failed_edits += 1
 
     def policy_refusal(self, path: str, after: str | None) -> str | None:
@@ -429,7 +429,7 @@ class ToolEnv:
                 f"Fix the bug with ordinary code (the modules the file already imports, plain "
                 f"attribute names); the refused edit counts against your edit budget.{budget}")
 
-    def _note_test(self, passed: bool) -> None:
+    def note_test(self, passed: bool) -> None:
         self._last_test = passed
 
     # ------------------------------------------------------------------ ending

@@ -1,5 +1,5 @@
 """Tools the agent calls: a pydantic argument model each, a JSON schema generated from it (OpenAI
-function format), and a handler `handler(env, args) -> str` that runs against the env's sandbox.
+function format), and a handler `handler(env, args) -> str` that runs against the episode through `envs.types.ToolContext`.
 
 A handler reports what went wrong in the agent's request (a missing file, a snippet that is not
 unique, a path outside the workspace) by raising `ToolError`; the env turns it into an error
@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from fixrl.sandbox.base import WORKDIR
 
 if TYPE_CHECKING:  # pragma: no cover
-    from fixrl.envs.env import ToolEnv
+    from fixrl.envs.types import ToolContext
 
 DEFAULT_TOOLS = ["read", "test", "edit", "submit"]
 
@@ -44,7 +44,7 @@ class Tool:
     """What the model reads in its tool list: what the tool does and what it returns."""
     args: type[BaseModel]
     """Pydantic model of the arguments; its JSON schema is the tool's `parameters`."""
-    handler: Callable[[ToolEnv, Any], str]
+    handler: Callable[[ToolContext, Any], str]
     """`handler(env, args) -> observation`; raise ToolError for a request that cannot be done."""
     ends_episode: bool = False
     """True for `submit`-like tools: the env ends the episode after the call."""
@@ -120,7 +120,7 @@ def get_tools(names: list[str]) -> list[Tool]:
 # --------------------------------------------------------------------------- paths
 
 
-def resolve_path(env: ToolEnv, path: str, *, kind: str = "file") -> str:
+def resolve_path(env: ToolContext, path: str, *, kind: str = "file") -> str:
     """Resolve `path` (relative to the workspace, or absolute under it) inside the sandbox and
     return it relative to the workspace. Refuses anything that resolves outside, following
     symlinks. `kind`: "file" (must be a regular file), "dir", "any" (file or dir), "new" (may not exist).
@@ -171,11 +171,11 @@ def resolve_path(env: ToolEnv, path: str, *, kind: str = "file") -> str:
     return rel
 
 
-def _list_hint(env: ToolEnv) -> str:
+def _list_hint(env: ToolContext) -> str:
     return " (use `list` to see the files)" if "list" in env.tool_names else ""
 
 
-def read_text(env: ToolEnv, rel: str) -> str:
+def read_text(env: ToolContext, rel: str) -> str:
     """A workspace file's text; what the sandbox refuses (too big, vanished, not permitted) is
     the agent's problem, reported as a ToolError."""
     try:
@@ -204,7 +204,7 @@ class ReadArgs(ToolArgs):
                             description="Last line to show (inclusive). Default: the end of the file.")
 
 
-def _read(env: ToolEnv, args: ReadArgs) -> str:
+def _read(env: ToolContext, args: ReadArgs) -> str:
     rel = resolve_path(env, args.path)
     text = read_text(env, rel)
     lines = text.split("\n")
@@ -280,9 +280,9 @@ class RunTestsArgs(ToolArgs):
     pass
 
 
-def _test(env: ToolEnv, args: RunTestsArgs) -> str:
+def _test(env: ToolContext, args: RunTestsArgs) -> str:
     res = env.sb.exec(env.public_test_command, timeout=env.tool_timeout("test"))
-    env._note_test(res.exit_code == 0 and not res.timed_out)
+    env.note_test(res.exit_code == 0 and not res.timed_out)
     return summarize_test_output(res.output, res.exit_code, res.timed_out, res.seconds)
 
 
@@ -300,21 +300,21 @@ def _line_of(text: str, index: int) -> int:
     return text.count("\n", 0, index) + 1
 
 
-def _edit(env: ToolEnv, args: EditArgs) -> str:
+def _edit(env: ToolContext, args: EditArgs) -> str:
     if args.old == "":
         raise ToolError("`old` is empty: quote the exact text to replace")
     if args.old == args.new:
         raise ToolError("`old` and `new` are the same: nothing would change")
     rel = resolve_path(env, args.path)
     if not env.edit_allowed():
-        env._note_refused_edit(rel)
+        env.note_refused_edit(rel)
         failed = " (failed edits count)" if env.task.limits.count_failed_edits else ""
         return (f"Edit refused: the edit budget of this episode ({env.max_edits} "
                 f"edit{'s' if env.max_edits != 1 else ''}{failed}) is used up. {rel} is unchanged.")
     text = read_text(env, rel)
     count = text.count(args.old)
     if count != 1:
-        env._note_failed_edit(rel)
+        env.note_failed_edit(rel)
     if count == 0:
         hint = ""
         if args.old.strip() and args.old.strip() in text:
@@ -338,7 +338,7 @@ def _edit(env: ToolEnv, args: EditArgs) -> str:
         env.sb.write_file(rel, new_text)
     except (OSError, ValueError) as e:
         raise ToolError(f"cannot write {rel!r}: {e}") from None
-    env._note_edit(rel, new_text, before=text)
+    env.note_edit(rel, new_text, before=text)
     first = _line_of(new_text, i)
     last = _line_of(new_text, i + max(len(args.new) - 1, 0))
     lines = new_text.split("\n")
@@ -355,7 +355,7 @@ class SubmitArgs(ToolArgs):
                                                          "Leave out when you fixed a bug.")
 
 
-def _submit(env: ToolEnv, args: SubmitArgs) -> str:
+def _submit(env: ToolContext, args: SubmitArgs) -> str:
     env.info.answer = args.answer
     return "Submitted."
 
@@ -367,7 +367,7 @@ class ListArgs(ToolArgs):
     path: str = Field(default=".", description="Directory to list, relative to the repository root.")
 
 
-def _list(env: ToolEnv, args: ListArgs) -> str:
+def _list(env: ToolContext, args: ListArgs) -> str:
     rel = resolve_path(env, args.path, kind="dir")
     q = shlex.quote(rel if rel == "." else "./" + rel)  # never an option, whatever the name
     res = env.sb.exec(f"find {q} -path '*/.*' -prune -o -path '*/__pycache__' -prune -o -type f "
@@ -388,7 +388,7 @@ class SearchArgs(ToolArgs):
     regex: bool = Field(default=False, description="Treat `pattern` as an extended regular expression.")
 
 
-def _search(env: ToolEnv, args: SearchArgs) -> str:
+def _search(env: ToolContext, args: SearchArgs) -> str:
     if not args.pattern:
         raise ToolError("`pattern` is empty")
     rel = resolve_path(env, args.path, kind="any")

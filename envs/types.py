@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fixrl.sandbox.base import Sandbox
+    from fixrl.tasks.schema import Task
 
 ExitStatus = Literal["submitted", "out_of_turns", "out_of_tokens", "malformed", "error"]
 Outcome = Literal["pass", "fail", "error"]
@@ -106,3 +110,41 @@ class EpisodeInfo:
         known.setdefault("task_id", "")
         extra = {**dict(d.get("extra") or {}), **{k: v for k, v in d.items() if k not in names and k != "extra"}}
         return cls(**known, extra=extra)
+
+
+class ToolContext(Protocol):
+    """What a tool handler may use of its episode (`ToolEnv` is the implementation): the sandbox,
+    the budgets, and the notes it leaves for the episode's record. Tools see nothing else of the
+    env, so a tool of your own written against this cannot depend on its insides."""
+
+    task: Task
+    sb: Sandbox
+    info: EpisodeInfo
+    max_edits: int | None
+    """The episode's edit budget (None: unlimited)."""
+    public_test_command: str
+
+    @property
+    def tool_names(self) -> list[str]: ...
+
+    def tool_timeout(self, name: str) -> float:
+        """Seconds a tool's command may take."""
+
+    def edit_allowed(self) -> bool:
+        """Whether the edit budget has room for one more edit."""
+
+    def policy_refusal(self, path: str, after: str | None) -> str | None:
+        """None when changing `path` to `after` complies with the task's change policy; else the
+        refusal to show (counted against the edit budget)."""
+
+    def note_edit(self, path: str, after: str, before: str) -> None:
+        """An edit was applied."""
+
+    def note_refused_edit(self, path: str) -> None:
+        """An edit was refused because the budget is used up."""
+
+    def note_failed_edit(self, path: str) -> None:
+        """An edit could not be applied (the snippet was not found, ...)."""
+
+    def note_test(self, passed: bool) -> None:
+        """The public tests ran, and passed or not."""
