@@ -1,5 +1,6 @@
 """Tools the agent calls: a pydantic argument model each, a JSON schema generated from it (OpenAI
-function format), and a handler `handler(env, args) -> str` that runs against the episode through `envs.types.ToolContext`.
+function format), and a handler `handler(env, args) -> str` that runs against the episode
+through `envs.types.ToolContext`.
 
 A handler reports what went wrong in the agent's request (a missing file, a snippet that is not
 unique, a path outside the workspace) by raising `ToolError`; the env turns it into an error
