@@ -836,7 +836,7 @@ def _path_text(st, path):
     if kind is int or path is None:
         return None, None  # an already open descriptor: judged when it was opened
     for klass in _mro(kind):
-        if _TYPE_FLAGS(klass) & _HEAPTYPE:
+        if not _c_type(klass):
             namespace = _type_dict(klass)
             for name in _PATH_METHODS:
                 if name in namespace and _odd_method(st, namespace[name], "-"):
@@ -1351,12 +1351,22 @@ def _odd_value(st, values, budget=10_000):
 
 
 _HEAPTYPE = 1 << 9
-"""Py_TPFLAGS_HEAPTYPE: set on classes made at run time (class statements, type()), not on C types."""
+"""Py_TPFLAGS_HEAPTYPE: set on classes made at run time (class statements, type()), and on C
+extension types made from a spec (`re.Match` in 3.11), not on static C types."""
+_IMMUTABLETYPE = 1 << 8
+"""Py_TPFLAGS_IMMUTABLETYPE: static C types and C extension types from a spec; Python code
+cannot make a class with it (without ctypes, which the guard refuses)."""
+
+
+def _c_type(klass) -> bool:
+    """A type implemented in C: its dunders are no one's change."""
+    flags = _TYPE_FLAGS(klass)
+    return not flags & _HEAPTYPE or bool(flags & _IMMUTABLETYPE)
 
 
 def _odd_type(st, tp):
     for klass in _mro(tp):
-        if not _TYPE_FLAGS(klass) & _HEAPTYPE:  # a C type: its dunders are no one's change
+        if _c_type(klass):
             continue
         namespace = _type_dict(klass)
         for name in _VALUE_DUNDERS & namespace.keys():
@@ -1368,8 +1378,8 @@ def _odd_type(st, tp):
 
 def _odd_method(st, fn, cat):
     """Why a class attribute `fn` is changed code's (or a callable no code shows), or None."""
-    if fn is None or type(fn) in _C_SLOTS and not _TYPE_FLAGS(fn.__objclass__) & _HEAPTYPE:
-        return None  # no method, or a C type's own slot re-exposed (AttrDict's dict.__getitem__)
+    if fn is None or type(fn) in _C_SLOTS and _c_type(fn.__objclass__):
+        return None  # no method, or a C type's own slot re-exposed (AttrDict's dict.__getitem__, re.Match's)
     code = _function_code(fn)
     if code is None:  # operator.is_not, a partial: a method whose code nobody can see
         return f"{_TYPE_NAME(type(fn))}: not a function"

@@ -596,6 +596,30 @@ def test_reading_the_code_of_a_test_function_is_still_a_fail(pool, tmp_path):
     assert r.outcome == "fail" and "read the code of a test" in r.reason, (r.reason, r.tests)
 
 
+MATCH_HIDDEN = textwrap.dedent("""\
+    from calc import add, find, mul
+
+
+    def test_add():
+        m = find("a1b22")
+        assert m is not None and m != None and m[0] == "1"
+        assert [m, m] != [None]
+        assert add(1, 2) == 3
+
+
+    def test_mul():
+        assert mul(2, 3) == 6
+""")
+
+
+def test_values_of_c_extension_types_compare_like_any_other(pool, tmp_path):
+    """re.Match is a heap type in 3.11 (a C extension type made from a spec): its dunders are
+    C slots, no one's change. boltons' reference fixes failed on it before this was known."""
+    source = HONEST + "\n\nimport re\n\n\ndef find(text):\n    return re.search(r'\\d+', text)\n"
+    r = judge(pool, tmp_path, source, hidden=MATCH_HIDDEN, tests=HIDDEN_TESTS)
+    assert r.outcome == "pass", (r.reason, r.output[-2000:])
+
+
 LEN_HIDDEN = textwrap.dedent("""\
     from calc import add, mul
 
