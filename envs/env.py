@@ -610,7 +610,7 @@ class ToolEnv:
                 original = buggy_root / path
                 changes[path] = (original.read_text(encoding="utf-8", errors="replace") if original.is_file() else None,
                                  ref.fixed.get(path) if ref else None)
-        return spec_for(changes)
+        return spec_for(changes, buggy_root)
 
     def _open_check_sandbox(self, ws: Path) -> ContextManager[Sandbox]:
         if self._check_sandbox is not None:

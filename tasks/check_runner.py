@@ -173,12 +173,13 @@ _PROTECTED_MODULES = ("_thread", "_signal", "_imp")
 
 # ---------------------------------------------------------------- the supervisor
 
-def supervise(args, workdir, pythonpath=(), changed=None, hidden=(), guard=True):
+def supervise(args, workdir, pythonpath=(), changed=None, hidden=(), guard=True, own=None):
     """Run pytest with `args` on the working directory in a judged child process; write the
     report (see the module docstring) and print its frame last; the child's exit status.
     `changed`: repository path -> guard categories its original uses; `hidden`: the check's
     own files (repository paths); `guard`: False runs without the audit hook and wrappers
-    (only `fixrl bench check` does, to measure what the guard costs)."""
+    (only `fixrl bench check` does, to measure what the guard costs); `own`: unchanged
+    repository files -> the categories they perform themselves (see `_attribute`)."""
     _make_private(workdir)
     fifo = os.path.join(workdir, EVENTS_NAME)
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
@@ -190,7 +191,7 @@ def supervise(args, workdir, pythonpath=(), changed=None, hidden=(), guard=True)
     if pid == 0:  # the judged process
         code = 70
         try:
-            code = _judged(args, workdir, pythonpath, changed or {}, hidden, out_w, guard)
+            code = _judged(args, workdir, pythonpath, changed or {}, hidden, out_w, guard, own or {})
         except BaseException:  # noqa: BLE001 - the judged run's own crash, shown in its output
             traceback.print_exc()
         finally:
@@ -380,7 +381,7 @@ def phase_verdict(rec):
 
 # ---------------------------------------------------------------- the judged process
 
-def _judged(args, workdir, pythonpath, changed, hidden, out_w, guard=True):
+def _judged(args, workdir, pythonpath, changed, hidden, out_w, guard=True, own=None):
     """In the forked child: output to the supervisor's pipe only, the guard, then pytest."""
     os.dup2(out_w, 1)
     os.dup2(out_w, 2)
@@ -390,6 +391,7 @@ def _judged(args, workdir, pythonpath, changed, hidden, out_w, guard=True):
         "root": root, "workdir": _abspath(workdir, root),
         "changed": {_abspath(p, root): frozenset(c) for p, c in changed.items()},
         "hidden": {_abspath(p, root) for p in hidden},
+        "own": {_abspath(p, root): frozenset(c) for p, c in (own or {}).items()},
     }
     plugin = _Plugin()
     plugin.emit = _install_guard(spec, active=guard)
@@ -521,6 +523,7 @@ def _guard_core(spec):
     """The guard's state and its basic operations, in a namespace only closures hold."""
     st = types.SimpleNamespace(
         root=spec["root"], workdir=spec["workdir"], changed=spec["changed"], hidden=spec["hidden"],
+        own=spec.get("own", {}),
         hidden_names={p.rsplit("/", 1)[-1] for p in spec["hidden"]},
         fifo=spec["workdir"] + "/" + EVENTS_NAME, tainted={}, cache={}, thread_taint={}, busy=set(),
         sealed={}, type_cache={}, main=_thread.get_ident(), pid=os.getpid(), gc_depth=0, gc_was=True, builtins={},
@@ -538,6 +541,7 @@ def _guard_core(spec):
         verified=set(),
         import_direct=_codes_of(_import_direct()), import_via=_codes_of(_import_via()),
         import_call=_codes_of([importlib._bootstrap._call_with_frames_removed]),
+        import_source=_codes_of([importlib._bootstrap_external.SourceLoader.source_to_code]),
         signature_readers=_codes_of(_signature_readers()),
         readers=_codes_of([importlib.import_module("_pytest.assertion.rewrite"),
                            importlib.import_module("_pytest.assertion")]),
@@ -612,7 +616,11 @@ def _untrusted_cats(st, filename):
 
 def _attribute(st, frame, cat):
     """Where changed code that may not do `cat` sits on the stack (file:line), or None. The
-    walk stops at a stdlib consumer that never hands a frame back (for frames)."""
+    walk stops at a stdlib consumer that never hands a frame back (for frames), and, for
+    frames only, at an unchanged repository file that reads frames itself (boltons'
+    `make_sentinel` names its caller's module, called as a changed module is imported): the
+    repository doing what it always did. Not for processes or files: a repository helper
+    that runs a command would run the agent's command."""
     sinks = st.sinks if cat == "frames" else ()
     f = frame
     while f is not None:
@@ -620,6 +628,8 @@ def _attribute(st, frame, cat):
         if code in sinks:
             return None
         cats = _untrusted_cats(st, code.co_filename)
+        if cats is None and cat == "frames" and cat in st.own.get(_abspath(code.co_filename, st.root), ()):
+            return None  # not run-time code claiming the file's name: that is tainted, never trusted
         if cats is not None and cat not in cats:
             return f"{_short(st, code.co_filename)}:{f.f_lineno}"
         f = f.f_back
@@ -948,6 +958,8 @@ def _code_rule(st, event):
         if code in st.import_direct or (code in st.import_call and frame.f_back is not None
                                         and frame.f_back.f_code in st.import_via):
             return None
+        if event == "compile" and len(args) > 1 and _imported_from_disk(st, frame, args[0], args[1]):
+            return None
         if event == "compile":
             filename = args[1] if len(args) > 1 else "<unknown>"
         elif event == "code.__new__":
@@ -967,6 +979,32 @@ def _code_rule(st, event):
             _taint(st, filename)
         return None
     return judge
+
+
+def _imported_from_disk(st, frame, source, filename):
+    """The import system compiling an unchanged repository file exactly as it is on disk
+    (`SourceLoader.source_to_code`): a module that changed code happens to import first is
+    still the repository's own, not code made at run time. Source that differs from the file
+    (a loader whose get_data changed code supplies) is not."""
+    via = frame.f_back
+    if frame.f_code not in st.import_call or via is None or via.f_code not in st.import_source:
+        return False
+    if type(filename) is not str or type(source) not in (bytes, str):
+        return False
+    path = _abspath(filename, st.root)
+    if not path.startswith(st.root + "/") or path in st.changed or path in st.tainted:
+        return False
+    try:
+        fd = st.open(path, st.read_flags)
+    except OSError:
+        return False
+    try:
+        chunks = []
+        while chunk := st.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        st.close(fd)
+    return b"".join(chunks) == (source.encode() if type(source) is str else source)
 
 
 def _hidden_module_run(st, code):

@@ -123,16 +123,40 @@ class GuardSpec:
     changed: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """Repository-relative path of each file the agent changed or added -> the categories its
     original or the reference fix uses (CATEGORIES)."""
+    own: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Unchanged repository files that read frames themselves -> {"frames"}: the guard lets
+    them do so when changed code calls them (check_runner._attribute)."""
 
     def to_wire(self) -> dict[str, list[str]]:
         """The form the sandboxed runner reads (JSON)."""
         return {path: sorted(cats) for path, cats in sorted(self.changed.items())}
 
+    def own_wire(self) -> dict[str, list[str]]:
+        return {path: sorted(cats) for path, cats in sorted(self.own.items())}
 
-def spec_for(changes: Mapping[str, tuple[str | None, str | None]]) -> GuardSpec:
+
+_FRAME_WORDS = tuple(_NAMES["frames"] | _MODULES["frames"])
+
+
+def frame_readers(root: Path, exclude: set[str] | frozenset[str] = frozenset()) -> dict[str, frozenset[str]]:
+    """The Python files under `root` (repository-relative, but `exclude`) whose text reads
+    frames; a substring test first, so that only a few files are parsed."""
+    out = {}
+    for p in root.rglob("*.py"):
+        rel = p.relative_to(root).as_posix()
+        if rel in exclude or not p.is_file() or p.is_symlink():
+            continue
+        text = p.read_text(encoding="utf-8", errors="replace")
+        if any(word in text for word in _FRAME_WORDS) and "frames" in categories(text):
+            out[rel] = frozenset({"frames"})
+    return out
+
+
+def spec_for(changes: Mapping[str, tuple[str | None, str | None]], root: Path | None = None) -> GuardSpec:
     """GuardSpec for changed Python files: path -> (original text or None for a new file,
     the reference fix's text of that file or None). A file's allowances are what its
-    original and the reference fix use; a new file has only the reference fix's."""
+    original and the reference fix use; a new file has only the reference fix's. `root`: the
+    repository (the buggy state), for the unchanged files that read frames themselves."""
     changed = {}
     for path, (original, reference) in changes.items():
         if not path.endswith(".py"):
@@ -141,7 +165,7 @@ def spec_for(changes: Mapping[str, tuple[str | None, str | None]]) -> GuardSpec:
         if reference is not None:
             cats |= categories(reference)
         changed[path] = cats
-    return GuardSpec(changed)
+    return GuardSpec(changed, frame_readers(root, set(changes)) if root is not None else {})
 
 
 def spec_between(before: Path, after: Path) -> GuardSpec:
@@ -153,4 +177,4 @@ def spec_between(before: Path, after: Path) -> GuardSpec:
                 for p in root.rglob("*.py") if p.is_file() and not p.is_symlink()}
 
     old, new = sources(before), sources(after)
-    return spec_for({path: (old.get(path), text) for path, text in new.items() if old.get(path) != text})
+    return spec_for({path: (old.get(path), text) for path, text in new.items() if old.get(path) != text}, before)

@@ -620,6 +620,40 @@ def test_values_of_c_extension_types_compare_like_any_other(pool, tmp_path):
     assert r.outcome == "pass", (r.reason, r.output[-2000:])
 
 
+SENTINEL = textwrap.dedent("""\
+    import sys
+
+
+    def make_sentinel(name):
+        module = sys._getframe(1).f_globals.get("__name__")
+        return (name, module)
+""")
+
+
+def test_unchanged_repository_code_may_read_frames_when_changed_code_calls_it(pool, tmp_path):
+    """boltons' `make_sentinel` reads its caller's frame, called as a changed module is
+    imported: the repository doing what it always did (the guard is told which unchanged files
+    read frames). Told nothing, the same run is a fail, and changed code reading frames itself
+    is a fail either way."""
+    ws = write_repo(tmp_path / "ws")
+    (ws / "sentinel.py").write_text(SENTINEL)
+    calc = HONEST + "\n\nfrom sentinel import make_sentinel\n\n_MISSING = make_sentinel('_MISSING')\n"
+    (ws / "calc.py").write_text(calc)
+    task = Task.model_validate(fix_task("t", repo=str(ws)))
+    told, untold = spec_for({"calc.py": (BUGGY, None)}, ws), spec_for({"calc.py": (BUGGY, None)})
+    assert told.own == {"sentinel.py": frozenset({"frames"})} and not untold.own
+    with pool.acquire(ws) as sb:
+        r = run_check(task, sb, guard=told)
+    assert r.outcome == "pass", (r.reason, r.output[-2000:])
+    with pool.acquire(ws) as sb:
+        r = run_check(task, sb, guard=untold)
+    assert r.outcome == "fail" and "_getframe" in r.reason, r.reason
+    (ws / "calc.py").write_text(calc + "\nimport sys\n_ME = sys._getframe(0)\n")
+    with pool.acquire(ws) as sb:
+        r = run_check(task, sb, guard=told)
+    assert r.outcome == "fail" and "calc.py" in r.reason, r.reason
+
+
 LEN_HIDDEN = textwrap.dedent("""\
     from calc import add, mul
 
