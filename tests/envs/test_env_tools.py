@@ -232,7 +232,7 @@ def test_tool_timeout(make_env):
         new="from pkg.core import clamp, scale\nimport time\ntime.sleep(60)\n")
     out = obs(env, "test")
     assert out.startswith("Tests TIMED OUT after 2s")
-    assert env.info.seconds["tools"] < 30
+    assert env.info.seconds["tools"] < 55  # the run was cut off, not waited out (sleep 60)
 
 
 def test_end_out_of_tokens_and_sandbox_failure(make_env):
