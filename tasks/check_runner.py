@@ -995,16 +995,22 @@ def _imported_from_disk(st, frame, source, filename):
     if not path.startswith(st.root + "/") or path in st.changed or path in st.tainted:
         return False
     try:
-        fd = st.open(path, st.read_flags)
+        data = _read_all(st, path)
     except OSError:
         return False
+    return data == (source.encode() if type(source) is str else source)
+
+
+def _read_all(st, path):
+    """A file's bytes, through the guard's own references to os (no code of the agent's)."""
+    fd = st.open(path, st.read_flags)
     try:
         chunks = []
         while chunk := st.read(fd, 1 << 20):
             chunks.append(chunk)
     finally:
         st.close(fd)
-    return b"".join(chunks) == (source.encode() if type(source) is str else source)
+    return b"".join(chunks)
 
 
 def _hidden_module_run(st, code):
@@ -1292,14 +1298,7 @@ def _compile_test(st, path):
     pytest's own assertion messages are not added."""
     name = path
     stat = st.stat(name)
-    fd = st.open(name, st.read_flags)
-    try:
-        chunks = []
-        while chunk := st.read(fd, 1 << 20):
-            chunks.append(chunk)
-    finally:
-        st.close(fd)
-    tree = st.compile(b"".join(chunks), name, "exec", st.only_ast, dont_inherit=True)
+    tree = st.compile(_read_all(st, name), name, "exec", st.only_ast, dont_inherit=True)
     tree = _guard_node(st, tree)
     st.fix_locations(tree)
     code = _bind_audit(st, st.compile(tree, name, "exec", dont_inherit=True, optimize=0))
