@@ -12,6 +12,7 @@ import pytest
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # two demo runs (each capped at 30 minutes): minutes alone, far more on a loaded machine
 def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     run = subprocess.run([sys.executable, "-m", "fixrl.harness.cli", "demo", "--quick", "--path-copies", "1",
