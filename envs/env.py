@@ -575,10 +575,10 @@ class ToolEnv:
             ws = tasks.materialize(self.task, Path(tmp) / "repo", "buggy", cache=True)
             info.dropped_files.clear()
             carried = self.carried_changes(agent_changes, ws)
-            info.policy_violations = self._policy_violations(carried, ws)
+            info.policy_violations = self._policy_violations(carried)
             if info.policy_violations:
                 return None
-            guard = self._guard_spec(carried, ws)
+            guard = self._guard_spec(carried)
             for path, text in carried.items():
                 target = ws / path
                 if text is None:
@@ -589,28 +589,21 @@ class ToolEnv:
             # The same preparation, sandbox kind and runner as `tasks.validate` (tasks.judge).
             return judge_tree(self.task, ws, self._open_check_sandbox, info.answer, guard=guard)
 
-    def _policy_violations(self, carried: dict[str, str | None], buggy_root: Path) -> list[str]:
+    def _policy_violations(self, carried: dict[str, str | None]) -> list[str]:
         """How the changes carried into the check break the task's change policy (changes made
         by other means than `edit`: a shell, code run by `test`), as "rule: path:line: message"."""
         ctx = tpol.for_task(self.task)
-        changes = {}
-        for path, text in carried.items():
-            original = buggy_root / path
-            changes[path] = (original.read_text(encoding="utf-8", errors="replace") if original.is_file() else None,
-                             text)
+        changes = {path: (ctx.original(path), text) for path, text in carried.items()}
         return [str(v) for v in tpol.judge_changes(changes, self.task.policy, ctx.modules)]
 
-    def _guard_spec(self, carried: dict[str, str | None], buggy_root: Path) -> GuardSpec:
+    def _guard_spec(self, carried: dict[str, str | None]) -> GuardSpec:
         """The check's runtime guard allowances for the carried files: what each one's buggy
         original or the reference fix of it does (tasks.guard)."""
+        ctx = tpol.for_task(self.task)
         ref = reference(self.task) if self.task.fix else None
-        changes = {}
-        for path, text in carried.items():
-            if text is not None:
-                original = buggy_root / path
-                changes[path] = (original.read_text(encoding="utf-8", errors="replace") if original.is_file() else None,
-                                 ref.fixed.get(path) if ref else None)
-        return spec_for(changes, buggy_root)
+        changes = {path: (ctx.original(path), ref.fixed.get(path) if ref else None)
+                   for path, text in carried.items() if text is not None}
+        return spec_for(changes, ctx.frame_readers)
 
     def _open_check_sandbox(self, ws: Path) -> ContextManager[Sandbox]:
         if self._check_sandbox is not None:

@@ -381,7 +381,7 @@ def phase_verdict(rec):
 
 # ---------------------------------------------------------------- the judged process
 
-def _judged(args, workdir, pythonpath, changed, hidden, out_w, guard=True, own=None):
+def _judged(args, workdir, pythonpath, changed, hidden, out_w, guard, own):
     """In the forked child: output to the supervisor's pipe only, the guard, then pytest."""
     os.dup2(out_w, 1)
     os.dup2(out_w, 2)
@@ -391,7 +391,7 @@ def _judged(args, workdir, pythonpath, changed, hidden, out_w, guard=True, own=N
         "root": root, "workdir": _abspath(workdir, root),
         "changed": {_abspath(p, root): frozenset(c) for p, c in changed.items()},
         "hidden": {_abspath(p, root) for p in hidden},
-        "own": {_abspath(p, root): frozenset(c) for p, c in (own or {}).items()},
+        "own": {_abspath(p, root): frozenset(c) for p, c in own.items()},
     }
     plugin = _Plugin()
     plugin.emit = _install_guard(spec, active=guard)

@@ -138,13 +138,13 @@ class GuardSpec:
 _FRAME_WORDS = tuple(_NAMES["frames"] | _MODULES["frames"])
 
 
-def frame_readers(root: Path, exclude: set[str] | frozenset[str] = frozenset()) -> dict[str, frozenset[str]]:
-    """The Python files under `root` (repository-relative, but `exclude`) whose text reads
-    frames; a substring test first, so that only a few files are parsed."""
+def frame_readers(root: Path) -> dict[str, frozenset[str]]:
+    """The Python files under `root` (repository-relative) whose text reads frames; a
+    substring test first, so that only a few files are parsed."""
     out = {}
     for p in root.rglob("*.py"):
         rel = p.relative_to(root).as_posix()
-        if rel in exclude or not p.is_file() or p.is_symlink():
+        if not p.is_file() or p.is_symlink():
             continue
         text = p.read_text(encoding="utf-8", errors="replace")
         if any(word in text for word in _FRAME_WORDS) and "frames" in categories(text):
@@ -152,11 +152,13 @@ def frame_readers(root: Path, exclude: set[str] | frozenset[str] = frozenset()) 
     return out
 
 
-def spec_for(changes: Mapping[str, tuple[str | None, str | None]], root: Path | None = None) -> GuardSpec:
+def spec_for(changes: Mapping[str, tuple[str | None, str | None]],
+             readers: Mapping[str, frozenset[str]] | None = None) -> GuardSpec:
     """GuardSpec for changed Python files: path -> (original text or None for a new file,
     the reference fix's text of that file or None). A file's allowances are what its
-    original and the reference fix use; a new file has only the reference fix's. `root`: the
-    repository (the buggy state), for the unchanged files that read frames themselves."""
+    original and the reference fix use; a new file has only the reference fix's. `readers`:
+    `frame_readers` of the buggy repository (the same for every state of a task, so callers
+    compute it once); the changed files among them are left out."""
     changed = {}
     for path, (original, reference) in changes.items():
         if not path.endswith(".py"):
@@ -165,7 +167,7 @@ def spec_for(changes: Mapping[str, tuple[str | None, str | None]], root: Path | 
         if reference is not None:
             cats |= categories(reference)
         changed[path] = cats
-    return GuardSpec(changed, frame_readers(root, set(changes)) if root is not None else {})
+    return GuardSpec(changed, {p: c for p, c in (readers or {}).items() if p not in changes})
 
 
 def spec_between(before: Path, after: Path) -> GuardSpec:
@@ -177,4 +179,5 @@ def spec_between(before: Path, after: Path) -> GuardSpec:
                 for p in root.rglob("*.py") if p.is_file() and not p.is_symlink()}
 
     old, new = sources(before), sources(after)
-    return spec_for({path: (old.get(path), text) for path, text in new.items() if old.get(path) != text}, before)
+    return spec_for({path: (old.get(path), text) for path, text in new.items() if old.get(path) != text},
+                    frame_readers(before))

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Iterator
 
+from fixrl.tasks.guard import frame_readers
 from fixrl.tasks.loader import field_text, repo_path
 from fixrl.tasks.materialize import apply_patch, cached_tree, changed_paths, is_test_path, materialize
 from fixrl.tasks.schema import POLICY_RULES, ChangePolicy, GitRepo, Task
@@ -603,6 +604,12 @@ class TaskPolicy:
     def judge(self, path: str, new: str | None) -> list[Violation]:
         """Violations of changing `path` (original names) from its buggy text to `new`."""
         return judge_change(path, self.original(path), new, self.policy, self.modules)
+
+    @functools.cached_property
+    def frame_readers(self) -> dict[str, frozenset[str]]:
+        """The buggy tree's files that read frames themselves (tasks.guard.frame_readers):
+        scanned once per task, not at every check."""
+        return frame_readers(self.root)
 
 
 _TASKS: dict[int, TaskPolicy] = {}

@@ -17,7 +17,7 @@ from suitekit import HIDDEN_TESTS, fix_task, write_repo
 
 from fixrl.sandbox import SandboxPool
 from fixrl.tasks import Task, run_check
-from fixrl.tasks.guard import spec_for
+from fixrl.tasks.guard import frame_readers, spec_for
 
 BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 MUL = "\n\ndef mul(a, b):\n    return a * b\n"
@@ -640,7 +640,7 @@ def test_unchanged_repository_code_may_read_frames_when_changed_code_calls_it(po
     calc = HONEST + "\n\nfrom sentinel import make_sentinel\n\n_MISSING = make_sentinel('_MISSING')\n"
     (ws / "calc.py").write_text(calc)
     task = Task.model_validate(fix_task("t", repo=str(ws)))
-    told, untold = spec_for({"calc.py": (BUGGY, None)}, ws), spec_for({"calc.py": (BUGGY, None)})
+    told, untold = spec_for({"calc.py": (BUGGY, None)}, frame_readers(ws)), spec_for({"calc.py": (BUGGY, None)})
     assert told.own == {"sentinel.py": frozenset({"frames"})} and not untold.own
     with pool.acquire(ws) as sb:
         r = run_check(task, sb, guard=told)

@@ -200,6 +200,23 @@ def _cut_at_end_of_turn(toks: list[int], lps: list[float], cap: int, eot: int) -
     return Generation(token_ids=toks[:cap], logprobs=lps[:cap], stopped=False)
 
 
+def _load(path: Path, adapter: str | Path | None, device: str | None, precision: str | None):
+    """(model in eval mode on its device, tokenizer, device, precision) from a model directory
+    and an optional LoRA adapter, both checked before anything heavy is loaded."""
+    _check_model_dir(path)
+    if adapter is not None:
+        _check_adapter_dir(Path(adapter))
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    prec = resolve_precision(precision, dev)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=compute_dtype(prec))
+    if adapter is not None:
+        model = PeftModel.from_pretrained(model, str(adapter), is_trainable=False)
+    model = model.to(dev)
+    model.eval()
+    return model, tokenizer, dev, prec
+
+
 class HFPolicy:
     """A causal LM policy. `temperature=0` (or `greedy=True`) decodes greedily."""
 
@@ -267,20 +284,8 @@ class HFPolicy:
         else:
             if model_path is None:
                 raise ValueError("HFPolicy needs a model directory (model_path) or a loaded model")
-
-            path = Path(model_path)
-            _check_model_dir(path)
-            if adapter is not None:
-                _check_adapter_dir(Path(adapter))
-            dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-            self.precision = resolve_precision(precision, dev)
-            self.tokenizer = AutoTokenizer.from_pretrained(path)
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=compute_dtype(self.precision))
-            if adapter is not None:
-                model = PeftModel.from_pretrained(model, str(adapter), is_trainable=False)
-            self.model = model.to(dev)
-            self.model.eval()
-            self.device = dev
+            self.model, self.tokenizer, self.device, self.precision = _load(Path(model_path), adapter, device,
+                                                                            precision)
 
         self.eot_id = end_of_turn_id(self.tokenizer)
         pad = self.tokenizer.pad_token_id
