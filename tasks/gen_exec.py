@@ -68,9 +68,11 @@ class TestJob:
     fork: bool = True
     """Run in a forked interpreter where the sandbox can."""
     plain_asserts: bool = False
-    """`--assert=plain -p no:cacheprovider`: no assertion rewriting of the test modules (half of
-    a short run's time on toolz), so no introspected failure messages, and no cache; for runs
-    whose outcomes alone count."""
+    """`--assert=plain -p no:cacheprovider --tb=line`: no assertion rewriting of the test modules
+    (half of a short run's time on toolz), so no introspected failure messages, no cache, and
+    failures without their tracebacks' source (pytest parses every file of a traceback again
+    for each failure: a third of a failing run's time on toolz); for runs whose outcomes alone
+    count."""
 
 
 @dataclass
@@ -163,7 +165,7 @@ def _run(sb: Any, job: TestJob) -> JobResult:
     parsed = parse_pytest_command(job.test_cmd)
     if parsed is None:
         raise ValueError(f"not a pytest command: {job.test_cmd!r}")
-    plain = ["--assert=plain", "-p", "no:cacheprovider"] if job.plain_asserts else []
+    plain = ["--assert=plain", "-p", "no:cacheprovider", "--tb=line"] if job.plain_asserts else []
     fork_env = _fork_env(parsed) if job.fork and getattr(sb, "forking", False) else None
     if fork_env is not None:  # forking needs bubblewrap, which shows the workspace at WORKDIR
         pythonpath = [f"{WORKDIR}/{GEN_DIR}"] + [p for p in fork_env.pop("PYTHONPATH", "").split(":") if p]
