@@ -269,9 +269,27 @@ for _name in _defaults:
     except Exception:
         pass
 # Installed pytest plugins are not imported here: pytest warns that an already imported plugin
-# cannot be rewritten (an error under `filterwarnings = error`). What they commonly import is.
+# cannot be rewritten (an error under `filterwarnings = error`). What they commonly import is,
+# and what pytest imports on first use: a pyproject.toml's parser, `minversion`'s and
+# `required_plugins`' version parsing, the doctest plugin's module (50 ms a run on toolz).
 import asyncio, inspect, unittest
 import _pytest._argcomplete, faulthandler, pdb
+_ON_FIRST_USE = ("tomllib", "tomli", "packaging.version", "packaging.requirements", "doctest")
+for _name in _ON_FIRST_USE:
+    try:
+        importlib.import_module(_name)
+    except Exception:
+        pass
+
+
+def _unshadow(roots):
+    """Forget the modules imported above whose top-level name the repository's own folders
+    (`roots`) could provide (e.g. generating from `packaging` itself): they are imported
+    afresh, from where a fresh interpreter would find them."""
+    for top in {n.split(".")[0] for n in _ON_FIRST_USE}:
+        if any(os.path.exists(os.path.join(r, top)) or os.path.exists(os.path.join(r, top + ".py")) for r in roots):
+            for name in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
+                del sys.modules[name]
 
 
 def _gen_main(args, pythonpath=(), plugins=()):
@@ -280,6 +298,7 @@ def _gen_main(args, pythonpath=(), plugins=()):
     written as a fresh interpreter would: not at all under PYTHONDONTWRITEBYTECODE (the
     sandbox sets it; `-I` made this interpreter ignore it)."""
     sys.path[0:0] = [os.getcwd(), *pythonpath]
+    _unshadow(sys.path[:1 + len(pythonpath)])
     sys.argv[0] = pytest.__file__
     sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
     code = pytest.main(list(args), plugins=[importlib.import_module(name) for name in plugins])
