@@ -487,11 +487,15 @@ class LocalSandbox:
             self._kill_leftovers()
             server.clear_dir(self.tmp)
             server.clear_dir(self.shm)
-            if workspace is not None:
-                self._pristine = Pristine(read_tree(Path(workspace)))
-                self._load()
-                return
             p = self._pristine
+            if workspace is not None:
+                entries = read_tree(Path(workspace))
+                if entries != p.entries:
+                    self._pristine = Pristine(entries)
+                    self._load()
+                    return
+                # The same contents again (a pool reusing this sandbox for the same workspace):
+                # restoring what changed gives the copy a full reload would, at the cost of a scan.
             delete, write = plan_restore(p, server.scan(self.ws))
             if delete or write:
                 stamps = server.apply(self.ws, delete, [p.wire(rel) for rel in write], self._owner)

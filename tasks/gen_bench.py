@@ -153,7 +153,8 @@ def _figures(cfg: Config, arms: list[dict], chosen: list[Candidate], base, basel
         rows.append({"arm": arm["name"], "seconds": round(arm["seconds"], 2), "candidates_per_min": round(per_min, 1),
                      "speedup": round(ref["seconds"] / arm["seconds"], 2) if arm["seconds"] else None,
                      "detected": sum(_detects(s) for s in arm["status"].values()), "misses": len(misses),
-                     "differs": len(differs), "missed": misses[:5]})
+                     "differs": len(differs), "missed": misses[:5],
+                     "differed": {k: [arm["status"][k], whole["status"].get(k)] for k in differs[:5]}})
     full_fork = next(a for a in arms if a["whole"] and a["fork"])
     sel_fork = arms[-1]
     broke = sum(s == "broke" for s in sel_fork["status"].values())

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import json
 import logging
+import py_compile
 import shlex
+import sys
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -66,9 +68,11 @@ class TestJob:
     fork: bool = True
     """Run in a forked interpreter where the sandbox can."""
     plain_asserts: bool = False
-    """`--assert=plain -p no:cacheprovider`: no assertion rewriting of the test modules (half of
-    a short run's time on toolz), so no introspected failure messages, and no cache; for runs
-    whose outcomes alone count."""
+    """`--assert=plain -p no:cacheprovider --tb=line`: no assertion rewriting of the test modules
+    (half of a short run's time on toolz), so no introspected failure messages, no cache, and
+    failures without their tracebacks' source (pytest parses every file of a traceback again
+    for each failure: a third of a failing run's time on toolz); for runs whose outcomes alone
+    count."""
 
 
 @dataclass
@@ -161,15 +165,20 @@ def _run(sb: Any, job: TestJob) -> JobResult:
     parsed = parse_pytest_command(job.test_cmd)
     if parsed is None:
         raise ValueError(f"not a pytest command: {job.test_cmd!r}")
-    args = pytest_args(parsed) + (["--assert=plain", "-p", "no:cacheprovider"] if job.plain_asserts else [])
+    plain = ["--assert=plain", "-p", "no:cacheprovider", "--tb=line"] if job.plain_asserts else []
     fork_env = _fork_env(parsed) if job.fork and getattr(sb, "forking", False) else None
     if fork_env is not None:  # forking needs bubblewrap, which shows the workspace at WORKDIR
         pythonpath = [f"{WORKDIR}/{GEN_DIR}"] + [p for p in fork_env.pop("PYTHONPATH", "").split(":") if p]
-        res = sb.fork_python(GEN_PRELUDE, "_gen_main", {"args": args, "pythonpath": pythonpath},
-                             env={**fork_env, **_variables(job, WORKDIR)}, timeout=job.timeout)
+        # The plugins are handed to pytest as modules: each `-p NAME` costs a scan of every
+        # installed distribution's entry points.
+        kwargs = {"args": pytest_args(parsed, plugins=False) + plain, "pythonpath": pythonpath,
+                  "plugins": [PLUGIN, COVER_PLUGIN]}
+        res = sb.fork_python(GEN_PRELUDE, "_gen_main", kwargs, env={**fork_env, **_variables(job, WORKDIR)},
+                             timeout=job.timeout)
         forked = True
     else:
-        res = sb.exec(exec_command(parsed, args, _variables(job, "$PWD")), timeout=job.timeout)
+        res = sb.exec(exec_command(parsed, pytest_args(parsed) + plain, _variables(job, "$PWD")),
+                      timeout=job.timeout)
         forked = False
     report = _read_json(sb, REPORT)
     cover = _read_json(sb, COVER_REPORT) if job.cover else None
@@ -195,11 +204,33 @@ def _read_json(sb: Any, path: str) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def pytest_args(parsed: PytestCommand) -> list[str]:
+def pytest_args(parsed: PytestCommand, plugins: bool = True) -> list[str]:
     """The user's pytest arguments (without those that stop early or reorder) plus the
-    generator's plugins and the report detail they read."""
+    generator's plugins (`plugins`: as `-p` arguments) and the report detail they read."""
     args = [a for a in parsed.args if a not in DROP_ARGS and not a.startswith("--maxfail")]
-    return args + ["-p", PLUGIN, "-p", COVER_PLUGIN, "-vvv", "--tb=long"]
+    return args + (["-p", PLUGIN, "-p", COVER_PLUGIN] if plugins else []) + ["-vvv", "--tb=long"]
+
+
+def compile_workspace(work: Path) -> int:
+    """Byte-compile every .py file of the repository copy `work` where an import looks for it
+    (`__pycache__`, this interpreter's tag), checked by the hash of its source (PEP 552) rather
+    than its time stamp, which a sandbox's copy does not keep. A run still imports the
+    repository's modules afresh, but no longer compiles the unchanged ones: a file a mutant
+    replaced no longer matches its hash and is compiled from its new text. Returns how many
+    files were compiled (one that does not compile is left out, as an import would find it)."""
+    tag = sys.implementation.cache_tag
+    n = 0
+    for src in sorted(work.rglob("*.py")) if tag else []:
+        if not src.is_file() or "__pycache__" in src.parts:
+            continue
+        cfile = src.parent / "__pycache__" / f"{src.stem}.{tag}.pyc"
+        try:
+            py_compile.compile(str(src), cfile=str(cfile), dfile=f"{WORKDIR}/{src.relative_to(work).as_posix()}",
+                               doraise=True, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+            n += 1
+        except (py_compile.PyCompileError, OSError, ValueError, RecursionError) as e:
+            log.debug("not compiled: %s (%s)", src, e)
+    return n
 
 
 def exec_command(parsed: PytestCommand, args: list[str], env: dict[str, str]) -> str:
@@ -238,16 +269,39 @@ for _name in _defaults:
     except Exception:
         pass
 # Installed pytest plugins are not imported here: pytest warns that an already imported plugin
-# cannot be rewritten (an error under `filterwarnings = error`). What they commonly import is.
+# cannot be rewritten (an error under `filterwarnings = error`). What they commonly import is,
+# and what pytest imports on first use: a pyproject.toml's parser, `minversion`'s and
+# `required_plugins`' version parsing, the doctest plugin's module (50 ms a run on toolz).
 import asyncio, inspect, unittest
 import _pytest._argcomplete, faulthandler, pdb
+_ON_FIRST_USE = ("tomllib", "tomli", "packaging.version", "packaging.requirements", "doctest")
+for _name in _ON_FIRST_USE:
+    try:
+        importlib.import_module(_name)
+    except Exception:
+        pass
 
 
-def _gen_main(args, pythonpath=()):
-    """`python -m pytest ARGS` in this (forked) process, in the working directory."""
+def _unshadow(roots):
+    """Forget the modules imported above whose top-level name the repository's own folders
+    (`roots`) could provide (e.g. generating from `packaging` itself): they are imported
+    afresh, from where a fresh interpreter would find them."""
+    for top in {n.split(".")[0] for n in _ON_FIRST_USE}:
+        if any(os.path.exists(os.path.join(r, top)) or os.path.exists(os.path.join(r, top + ".py")) for r in roots):
+            for name in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
+                del sys.modules[name]
+
+
+def _gen_main(args, pythonpath=(), plugins=()):
+    """`python -m pytest ARGS` in this (forked) process, in the working directory, with the
+    modules `plugins` registered as `-p` would (before the installed plugins). Bytecode is
+    written as a fresh interpreter would: not at all under PYTHONDONTWRITEBYTECODE (the
+    sandbox sets it; `-I` made this interpreter ignore it)."""
     sys.path[0:0] = [os.getcwd(), *pythonpath]
+    _unshadow(sys.path[:1 + len(pythonpath)])
     sys.argv[0] = pytest.__file__
-    code = pytest.main(list(args))
+    sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
+    code = pytest.main(list(args), plugins=[importlib.import_module(name) for name in plugins])
     sys.stdout.flush()
     sys.stderr.flush()
     return int(code)

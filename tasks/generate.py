@@ -62,7 +62,7 @@ from rich.table import Table
 
 from fixrl.tasks import is_test_path  # the tasks engineer's rule, when present
 from fixrl.tasks.gen_coverage import COVER_PLUGIN, COVER_SOURCE, CoverageMap, function_spans
-from fixrl.tasks.gen_exec import GEN_DIR, PLUGIN, JobResult, LocalRunner, Runner, TestJob, run_job
+from fixrl.tasks.gen_exec import GEN_DIR, PLUGIN, JobResult, LocalRunner, Runner, TestJob, compile_workspace, run_job
 from fixrl.tasks.gen_journal import JOURNAL_NAME, Journal, tree_hash
 from fixrl.tasks.gen_progress import GenProgress
 from fixrl.tasks.gen_search import TESTED, Candidate, Search, SearchSettings, run_record, run_status
@@ -803,9 +803,12 @@ def _open_work(repo: Path, tmp: Path) -> Path:
 
 
 def _write_plugins(work: Path) -> None:
+    """The generator's plugins beside the repository copy, and the copy byte-compiled
+    (gen_exec.compile_workspace: test runs then compile only a mutant's file)."""
     (work / GEN_DIR).mkdir(exist_ok=True)
     (work / GEN_DIR / f"{PLUGIN}.py").write_text(PLUGIN_SOURCE, encoding="utf-8")
     (work / GEN_DIR / f"{COVER_PLUGIN}.py").write_text(COVER_SOURCE, encoding="utf-8")
+    compile_workspace(work)
 
 
 def _search(runner: Runner, work: Path, test_cmd: str, cfg: GenerateConfig, journal: Journal,

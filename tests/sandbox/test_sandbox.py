@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 
 import pytest
-from sandboxkit import leftovers
+from sandboxkit import leftovers, make_repo
 
 from fixrl.sandbox import WORKDIR, ExecResult, Sandbox, SandboxError, open_sandbox
 from fixrl.sandbox.local import _python_dirs
@@ -126,6 +127,25 @@ def test_reset_with_a_new_workspace(sb, repo, repo2):
         sb.read_file("stale.txt")
     sb.reset(repo)
     assert "return 1" in sb.read_file("pkg/calc.py")
+
+
+def test_reset_to_the_same_workspace_restores_it_and_sees_the_hosts_changes(tmp_path):
+    """A pool resets a sandbox to the workspace it already holds (the generator's every run):
+    what the commands changed is restored, and a change of the host directory is seen."""
+    repo = make_repo(tmp_path / "repo")
+    with open_sandbox(repo, backend="local") as sb:
+        sb.exec("echo 'def answer(): return 5' > pkg/calc.py; rm test_calc.py; chmod -x run.sh; "
+                "rm -rf pkg; mkdir -p pkg/new && echo x > pkg/new/y; echo z > added.txt")
+        sb.write_file("pkg/calc.py", "def answer():\n    return 9\n")
+        sb.reset(repo)
+        assert sb.changed_files() == {}
+        assert sb.exec("test -x run.sh && ls -A . pkg").output.split() == [
+            ".:", "pkg", "run.sh", "test_calc.py", "pkg:", "__init__.py", "calc.py"]
+        assert sb.exec("python -m pytest -q", timeout=60).exit_code == 0
+        (repo / "pkg" / "calc.py").write_text("def answer():\n    return 3\n")
+        shutil.rmtree(repo / "pkg" / "__pycache__", ignore_errors=True)
+        sb.reset(repo)
+        assert sb.read_file("pkg/calc.py") == "def answer():\n    return 3\n" and sb.changed_files() == {}
 
 
 def test_host_workspace_is_never_modified(sb, repo):
