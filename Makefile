@@ -34,8 +34,9 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 
+# The 30 slowest tests are listed at the end: where the suite's time goes, run by run.
 test: lint venv bwrap docker image
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=30
 
 test-fast: venv
 	$(VENV)/bin/pytest -q -m "not slow"
