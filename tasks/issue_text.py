@@ -762,6 +762,8 @@ def _api(r: _Reader, shown: ast.expr) -> tuple[str, dict]:
     public = [x for x in found if _public(*x)]
     if not public:
         raise _Unshowable("the test calls only private functions of the package")
+    if len(public) < len(found):  # `w = _Wrapper(10)` before a public `w.wrap(s)`: still not the API
+        raise _Unshowable("the test calls a private function of the package")
     return public[0]
 
 
@@ -1094,8 +1096,82 @@ def _read(failure: Failure, read: Callable[[str], _TestFile | None]) -> Symptom:
         return found
     into_package = any(f.kind == "repo" for f in r.after)
     if exc.get("type") == "AssertionError" and not into_package:
-        return _assertion(r, stmt, detail)
+        helped = _through_helper(frames, i, stmt, read, detail)
+        return helped if helped is not None else _assertion(r, stmt, detail)
     return _raised(r, stmt, exc)
+
+
+def _frame_statement(frame: _Frame, read: Callable[[str], _TestFile | None]) -> tuple | None:
+    """(parsed file, scope, statement) of a test frame, or None."""
+    tf = read(frame.path or "")
+    if not isinstance(tf, _TestFile):
+        return None
+    scope = tf.scope(frame.first, frame.func, frame.line)
+    stmt = tf.statement(scope, frame.line) if scope is not None else None
+    return (tf, scope, stmt) if stmt is not None else None
+
+
+def _arguments(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> dict[str, ast.expr] | None:
+    """Parameter name -> the expression `call` passes for it (a default when it passes none);
+    None when the call spreads `*args` / `**kwargs` or leaves a parameter unbound."""
+    a = fn.args
+    if a.vararg is not None or a.kwarg is not None or any(isinstance(x, ast.Starred) for x in call.args) \
+            or any(k.arg is None for k in call.keywords):
+        return None
+    positional = [x.arg for x in a.posonlyargs + a.args]
+    if len(call.args) > len(positional):
+        return None
+    out: dict[str, ast.expr] = dict(zip(positional, call.args))
+    out.update((k.arg, k.value) for k in call.keywords if k.arg is not None)
+    defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+    defaults.update((x.arg, d) for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+    for name in positional + [x.arg for x in a.kwonlyargs]:
+        if name not in out:
+            if name not in defaults:
+                return None
+            out[name] = defaults[name]
+    return out
+
+
+class _Replace(ast.NodeTransformer):
+    def __init__(self, values: dict[str, ast.expr]):
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return copy.deepcopy(self.values[node.id]) if node.id in self.values else node
+
+
+def _through_helper(frames: list[_Frame], i: int, stmt: ast.AST, read: Callable[[str], _TestFile | None],
+                    detail: dict) -> Symptom | None:
+    """An assert failing inside the test suite's own helper (`assert_equal(expected, result)`
+    in a `common.py`), told as the caller's assert: the helper's parameters replaced by the
+    arguments the caller passed, read in the caller's frame (where `result = tabulate(...)`
+    was bound); None when the failure is not of that shape."""
+    helper = frames[i]
+    if i == 0 or frames[i - 1].kind != "test" or not isinstance(stmt, ast.Assert):
+        return None
+    fn = _frame_statement(helper, read)
+    caller = _frame_statement(frames[i - 1], read)
+    if fn is None or caller is None or not isinstance(fn[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    calls = [n for n in ast.walk(_header(caller[2])) if isinstance(n, ast.Call) and _call_name(n) == helper.func]
+    values = _arguments(fn[1], calls[0]) if len(calls) == 1 else None
+    used = {n.id for n in ast.walk(stmt.test) if isinstance(n, ast.Name)}
+    if values is None or not used <= set(values) | _BUILTIN_NAMES:
+        return None  # the assert reads the helper's own locals: not the caller's values
+    test = _Replace(values).visit(copy.deepcopy(stmt.test))
+    new = ast.copy_location(ast.Assert(test=test, msg=None), calls[0])
+    at = frames[i - 1]
+    compares = [{**c, "path": at.path, "line": at.line} for c in detail.get("compares") or []
+                if c.get("path") == helper.path and c.get("line") == helper.line]
+    if not compares and isinstance(stmt.test, ast.Compare) and len(stmt.test.ops) == 1:
+        # a helper outside pytest's assertion rewriting records no operands: its locals are them
+        sides = [helper.names.get(n.id) if isinstance(n, ast.Name) else None
+                 for n in (stmt.test.left, stmt.test.comparators[0])]
+        if all(sides):
+            compares = [{"path": at.path, "line": at.line, "left": sides[0], "right": sides[1]}]
+    r = _Reader(at, frames[i:], caller[0], caller[1], read)
+    return _assertion(r, new, {**detail, "compares": compares})
 
 
 def symptom(failure: Failure, read: Callable[[str], _TestFile | None]) -> Symptom | Dropped:
