@@ -278,6 +278,14 @@ class _TestFile:
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
         return _dedented("\n".join(self.source.splitlines()[start - 1:node.end_lineno])) or ""
 
+    def function_at(self, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The function whose code starts at `line` (its `def` or first decorator)."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    line in (node.lineno, *(d.lineno for d in node.decorator_list)):
+                return node
+        return None
+
     def definition(self, line: int, name: str) -> str | None:
         """The source of the function or class `name` defined at `line`, or of `name = lambda ...`."""
         for node in ast.walk(self.tree):
@@ -357,6 +365,52 @@ def _public(dotted: str, d: dict) -> bool:
     return not any(p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in parts if p)
 
 
+def _public_name(d: dict) -> str | None:
+    """`cachetools.func.lru_cache`: a package function or class by its module and name, when
+    neither is private."""
+    own = _in_package(d) or d
+    module, qual = own.get("module") or "", own.get("qualname") or ""
+    name = f"{module}.{qual}"
+    if not module or "<" in qual or any(p.startswith("_") for p in name.split(".")):
+        return None
+    return name
+
+
+def _returned(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr | None:
+    """The expression a one-statement function returns (after its docstring), else None."""
+    body = [x for x in fn.body if not (isinstance(x, ast.Expr) and isinstance(x.value, ast.Constant))]
+    return body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
+
+
+def _method_arguments(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> dict[str, ast.expr] | None:
+    """Parameter -> expression for a call of a test class's method (`self` stays `self`; extra
+    keywords go to its `**kwargs` as a dict); None when the call does not bind simply."""
+    a = fn.args
+    params = [x.arg for x in a.posonlyargs + a.args]
+    if not params or params[0] != "self" or a.vararg is not None or \
+            any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    params = params[1:]
+    if len(call.args) > len(params):
+        return None
+    out: dict[str, ast.expr] = {"self": ast.Name("self", ast.Load())}
+    out.update(zip(params, call.args))
+    known = set(params) | {x.arg for x in a.kwonlyargs}
+    extra = [k for k in call.keywords if k.arg not in known]
+    if extra and a.kwarg is None:
+        return None
+    out.update((k.arg, k.value) for k in call.keywords if k.arg in known)
+    defaults = dict(zip(params[len(params) - len(a.defaults):], a.defaults))
+    defaults.update((x.arg, d) for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+    for name in known - set(out):
+        if name not in defaults:
+            return None
+        out[name] = defaults[name]
+    if a.kwarg is not None:
+        out[a.kwarg.arg] = ast.Dict([ast.Constant(k.arg) for k in extra], [k.value for k in extra])
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Reading one failure
 
@@ -372,6 +426,7 @@ class _Reader:
         self.setup: list[str] = []
         self.defs: list[str] = []
         self._busy: set[str] = set()
+        self._depth = 0
 
     # -- what a name or a call is
     def resolve(self, func: ast.expr) -> tuple[dict, str] | None:
@@ -379,10 +434,15 @@ class _Reader:
         if isinstance(func, ast.Call):
             inner = self.resolve(func.func)
             return inner if inner and _package_file(inner[0]) else None
+        if isinstance(func, ast.Subscript):  # a generic class: `LFUCache[int, int](maxsize=2)`
+            inner = self.resolve(func.value)
+            return inner if inner and inner[0].get("kind") == "class" else None
         dotted = _dotted(func)
         if dotted is None:
             return None
         d = self.names.get(dotted)
+        if d is not None and dotted.startswith("self.") and dotted.count(".") == 1:
+            return self._case_attribute(dotted, d)
         if d is None and "." in dotted:
             base, attr = dotted.rsplit(".", 1)
             owner = self.names.get(base)
@@ -390,6 +450,44 @@ class _Reader:
                 d = {"kind": "method", "file": owner["file"], "module": owner.get("module"),
                      "qualname": f"{owner.get('qualname')}.{attr}"}
         return (d, dotted) if d else None
+
+    def _case_attribute(self, dotted: str, d: dict) -> tuple[dict, str] | None:
+        """What `self.X` of a test case calls: the package's function or class a class attribute
+        names (`Cache = cachetools.LRUCache`), by its public name; for the test class's own
+        one-line helper (`def cache(self, n): return cachetools.Cache(n)`), what it returns."""
+        if self._depth > 4:
+            return None
+        if _package_file(d):
+            return d, _public_name(d) or dotted
+        fn = self._method(d)
+        ret = _returned(fn) if fn is not None else None
+        if not isinstance(ret, ast.Call):
+            return d, dotted
+        self._depth += 1
+        try:
+            return self.resolve(ret.func)
+        finally:
+            self._depth -= 1
+
+    def _method(self, d: dict) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The definition of a test class's own method, from its description."""
+        path = d.get("file") or ""
+        if d.get("kind") != "function" or not is_test_path(path):
+            return None
+        tf = self.tf if path == self.frame.path else self.read(path)
+        return tf.function_at(int(d.get("line") or 0)) if isinstance(tf, _TestFile) else None
+
+    def inlined(self, call: ast.Call) -> ast.expr | None:
+        """A call of the test class's one-line helper (`self.decorator(maxsize=2)` with
+        `return self.DECORATOR(maxsize, **kwargs)`) as the expression it returns, its parameters
+        replaced by the call's arguments; None for any other call."""
+        dotted = _dotted(call.func)
+        if dotted is None or not dotted.startswith("self.") or dotted.count(".") != 1:
+            return None
+        fn = self._method(self.names.get(dotted) or {})
+        ret = _returned(fn) if fn is not None else None
+        values = _method_arguments(fn, call) if ret is not None else None
+        return _Replace(values).visit(copy.deepcopy(ret)) if values is not None else None
 
     def api_calls(self, node: ast.AST) -> list[tuple[ast.Call, dict, str]]:
         """Calls in `node` of something the package defines, in source order."""
@@ -443,8 +541,10 @@ class _Reader:
         if isinstance(node, ast.Name):
             found = self.binding(node.id)
             if found is not None and self.api_calls(found[1]):
-                # `r = f(x)`: the call itself; `first, rest = f(x)`: `rest`, after its setup
-                return found[1] if isinstance(found[0], ast.Name) else node
+                # `r = f(x)`: the call itself; `first, rest = f(x)`: `rest`, after its setup; an
+                # object changed since (`c = LFUCache(2); c[1] = 1`): the name, after its setup
+                alone = isinstance(found[0], ast.Name) and not self._changes(node.id, found[1])
+                return found[1] if alone else node
             return None
         if any(isinstance(n, ast.Name) and self.from_api(n.id) is not None for n in ast.walk(node)):
             return node
@@ -564,6 +664,13 @@ class _Substitute(ast.NodeTransformer):
         standard library does (`operator.add`)."""
         own = (d.get("qualname") or "").rsplit(".", 1)[-1]
         path = d.get("file")
+        if written.startswith("self.") and (_package_file(d) or (path and is_test_path(path))):
+            # a test case's attribute naming the package's function or class: its public name;
+            # the test class's own method: nothing a reader can call
+            public = _public_name(d) if _package_file(d) else None
+            if public is None:
+                raise _Unshowable("the test uses attributes of its test case")
+            return ast.copy_location(ast.parse(public, mode="eval").body, node)
         if path and is_test_path(path):
             self.r.add_definition(own if own.isidentifier() else written, d)
             return node if not own.isidentifier() else ast.copy_location(ast.Name(own, ast.Load()), node)
@@ -580,6 +687,32 @@ class _Substitute(ast.NodeTransformer):
             raise _Unshowable("a variable has no printable value")
         return ast.copy_location(ast.parse(text, mode="eval").body, node)
 
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        inner = self.r.inlined(node)
+        if inner is not None and self.r._depth <= 4:
+            self.r._depth += 1
+            try:
+                return self.visit(ast.copy_location(inner, node))
+            finally:
+                self.r._depth -= 1
+        f = node.func
+        if isinstance(f, ast.Attribute) and (self.r.names.get(_dotted(f) or "") or {}).get("kind") == "value":
+            # a called attribute holding a value (`obj.alias(1)` with `alias` None): the call as
+            # written on its object, never `None(1)`
+            f.value = self.visit(f.value)
+            node.args = [self.visit(a) for a in node.args]
+            node.keywords = [self.visit(k) for k in node.keywords]
+            return node
+        if isinstance(f, ast.Name) and f.id not in self.bound and \
+                (self.r.names.get(f.id) or {}).get("kind") == "value":
+            if self.r.binding(f.id) is None:  # `get(x)` with `get` None: its making, or nothing
+                raise _Unshowable("a variable has no printable value")
+            self.r.add_setup(f.id)
+            node.args = [self.visit(a) for a in node.args]
+            node.keywords = [self.visit(k) for k in node.keywords]
+            return node
+        return self.generic_visit(node)
+
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         dotted = _dotted(node) or ""
         d = self.r.names.get(dotted)
@@ -589,6 +722,9 @@ class _Substitute(ast.NodeTransformer):
         base = self.r.names.get(dotted.split(".", 1)[0]) or {}
         if kind == "module" or (kind in ("function", "class", "callable") and base.get("kind") == "module"):
             return node  # a module's attribute (`inflection.singularize`): a name, not a value
+        if kind in ("function", "class") and _package_file(d) and not dotted.startswith("self.") and \
+                not (_in_package(d) or {}).get("qualname", "").isidentifier():
+            return self.generic_visit(node)  # `cached.cache_parameters`, a lambda the package stored on `cached`
         if kind in ("function", "class"):
             return self._named(node, dotted, d)
         if readable(d) is None and dotted.startswith("self."):
@@ -624,6 +760,12 @@ class _Substitute(ast.NodeTransformer):
                 return ast.copy_location(ast.parse(f"{module}.{name}", mode="eval").body, node)
         elif kind == "module":
             pass
+        elif kind == "value" and _package_file(d) and name in r.binds:
+            # the package's own object made in the test (`for cache in (copy.copy(src), ...)`): its
+            # repr was read after the failure and need not rebuild it; its making is shown instead
+            if r.binding(name) is None:
+                raise _Unshowable("a variable has no printable value")
+            r.add_setup(name)
         elif readable(d) is not None:
             return self._value(node, d)
         elif r.binding(name) is not None:
@@ -842,6 +984,9 @@ def _raised(r: _Reader, stmt: ast.AST, exc: dict) -> Symptom:
             head.test if isinstance(head, ast.Assert) else head
         if isinstance(shown, ast.Compare) and len(shown.ops) == 1:
             shown = shown.left if r.observed(shown.left) is not None else shown.comparators[0]
+        elif isinstance(shown, ast.Call) and _call_name(shown).startswith("assert"):
+            # `self.assertEqual(cached.info(), 1)` raising in the test's own code: the operand
+            shown = next((a for a in shown.args if r.observed(a) is not None), shown)
         if not isinstance(shown, ast.expr) or r.observed(shown) is None:
             raise _Unshowable("the failing statement calls nothing of the package")
         lead = f"`{r.render(shown)}` raises"
@@ -948,7 +1093,7 @@ def _truth(r: _Reader, test: ast.expr, message: str) -> Symptom:
 def _unittest(r: _Reader, call: ast.Call) -> Symptom:
     method = _call_name(call)
     ext = next((f for f in r.after if f.kind == "ext"), None)
-    values = [d for k, d in (ext.args.items() if ext else []) if k != "self"]
+    values = _unittest_operands(ext.args if ext else {})
     if method in _UNITTEST_OPS and len(call.args) >= 2:
         op = _UNITTEST_OPS[method]
         shown_left, shown_right = r.observed(call.args[0]), r.observed(call.args[1])
@@ -980,6 +1125,19 @@ def _unittest(r: _Reader, call: ast.Call) -> Symptom:
         if inner is not None:
             return _no_raise(r, inner, ast.unparse(call.args[0]))
     raise _Unshowable(f"unittest's `{method}`")
+
+
+_UNITTEST_PAIRS = [("first", "second"), ("member", "container"), ("expr1", "expr2"), ("a", "b"), ("list1", "list2"),
+                   ("tuple1", "tuple2"), ("d1", "d2"), ("set1", "set2"), ("seq1", "seq2"), ("expr",), ("obj",)]
+
+
+def _unittest_operands(args: dict) -> list[dict]:
+    """The operands a unittest assert method received, in its parameters' order (a record read
+    back from a journal may have its keys sorted: `container` before `member`)."""
+    for names in _UNITTEST_PAIRS:
+        if all(n in args for n in names):
+            return [args[n] for n in names]
+    return [d for k, d in args.items() if k not in ("self", "msg")]
 
 
 def _assertion(r: _Reader, stmt: ast.AST, detail: dict) -> Symptom:

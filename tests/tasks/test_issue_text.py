@@ -238,8 +238,20 @@ PACKAGE = {
             head, _, tail = text.partition(" ")
             return head, tail.upper()
 
+        class _Box:
+            def __init__(self, word):
+                self.word = word
+
+            def plural(self):
+                return pluralize(self.word)
+
 
         TABLE = {w: pluralize(w) for w in ("child", "cat")}
+        '''),
+    "tests/common.py": textwrap.dedent('''\
+        def assert_equal(expected, result):
+            print("Expected:", expected)
+            assert expected == result
         '''),
     "tests/test_words.py": textwrap.dedent('''\
         import unittest
@@ -250,6 +262,8 @@ PACKAGE = {
         import words
         from words import Tally, memoize, reduceby
         from words.utils import raises
+        from words.core import _Box
+        from common import assert_equal
 
         PAIRS = [("child", "children"), ("cat", "cats")]
         ORDINALS = [(1, "st"), (2, "nd"), (3, "rd")]
@@ -435,6 +449,25 @@ PACKAGE = {
             def test_assert_raises(self):
                 with self.assertRaises(ValueError):
                     words.parse_count("-1")
+        def test_assert_in_a_shared_helper():
+            expected = "children"
+            result = words.pluralize("child")
+            assert_equal(expected, result)
+        def test_private_class_in_the_setup():
+            box = _Box("child")
+            assert box.plural() == "children"
+        class TestCaseAttributes(unittest.TestCase):
+            Kind = Tally
+            DECORATOR = staticmethod(memoize)
+            def decorator(self, func, **kwargs):
+                return self.DECORATOR(func, **kwargs)
+            def test_class_attribute_naming_a_class(self):
+                t = self.Kind(5)
+                t.add(1)
+                self.assertEqual(t.total(), 6)
+            def test_one_line_helper_method(self):
+                double = self.decorator(lambda x: 2 * x)
+                self.assertEqual(double(2), 4)
         '''),
 }
 
@@ -521,6 +554,15 @@ CASES = {
         "Calling `words.is_plural('dogs')` returns `False`, but a true value was expected.",
     "TestUnittestStyle::test_assert_raises":
         "Calling `words.parse_count('-1')` does not raise `ValueError`, but it should.",
+    # the assert is in the suite's own helper (tabulate's `assert_equal` in test/common.py),
+    # outside pytest's assertion rewriting: the caller's values, the call that made `result`
+    "test_assert_in_a_shared_helper":
+        "Calling `words.pluralize('child')` returns `'childrens'`, but `'children'` was expected.",
+    # a class attribute naming the package's class (cachetools' `Cache = LRUCache`): its public name
+    "TestCaseAttributes::test_class_attribute_naming_a_class": "Calling `t.total()` returns `1`, but `6` was expected.",
+    # the test class's one-line helper (cachetools' `self.decorator(maxsize=2)`) returning a
+    # call of a `staticmethod` class attribute: the call it makes
+    "TestCaseAttributes::test_one_line_helper_method": "Calling `double(2)` returns `5`, but `4` was expected.",
 }
 
 
@@ -569,6 +611,23 @@ def test_context_shows_setup_and_helpers(failures):
         write_issue([s], random.Random(0))
 
 
+def test_test_case_attributes_show_the_package_calls_they_make(failures):
+    s = said(failures, "TestCaseAttributes::test_class_attribute_naming_a_class")
+    assert s.context == ("t = words.core.Tally(5)", "t.add(1)")
+    s = said(failures, "TestCaseAttributes::test_one_line_helper_method")
+    assert s.context == ("double = words.core.memoize(lambda x: 2 * x)",)
+    assert (s.api, s.callee, s.file) == ("words.core.memoize", "memoize", "words/core.py")
+
+
+def test_unittest_operands_read_back_with_sorted_keys(failures):
+    """A record read back from the generator's journal has its keys sorted (`first`, `msg`,
+    `second`): the expected value is still `second`, never `msg`'s `None`."""
+    f = failures["TestUnittestStyle::test_assert_equal"]
+    sorted_back = Failure.from_record(f.nodeid, json.loads(json.dumps(
+        {"message": f.message, "entries": f.entries, "detail": f.detail}, sort_keys=True)))
+    assert symptom(sorted_back, _read(failures["_root"])).text == CASES["TestUnittestStyle::test_assert_equal"]
+
+
 def test_private_helper_is_shown_by_the_public_call(failures):
     s = said(failures, "test_parametrized_expected_on_the_left[child-children]")
     assert (s.api, s.callee) == ("words.pluralize", "pluralize")
@@ -578,6 +637,7 @@ def test_private_helper_is_shown_by_the_public_call(failures):
     ("test_no_call_of_the_package", "the assertion calls nothing of the package"),
     ("test_private_only", "the test calls only private functions of the package"),
     ("TestUnittestStyle::test_own_attribute", "the test uses attributes of its test case"),
+    ("test_private_class_in_the_setup", "the test calls a private function of the package"),
 ])
 def test_dropped_with_a_reason(failures, name, why):
     assert said(failures, name) == Dropped(why)
