@@ -16,8 +16,13 @@ How an expression is rendered (`_Reader.render`): a variable holding a printable
 repr parses as Python) becomes that value; one bound once, from a call to the package or to an
 unprintable value, is shown as a setup statement (`mf = memoize(f)`); a function or class the
 test file defines is shown with its definition; modules, builtins and the package's own names
-stay names. A failing test whose statement cannot be shown this way gives a `Dropped` with its
-reason, and `issue_for` says why a bug got no issue at all.
+stay names. A test case's `self.X` naming the package's function or class (a class attribute,
+a `staticmethod`) shows as its public name (`cachetools.func.lru_cache`), and a call of the test
+class's one-line helper method as the call it returns (`self.cache(2)` ->
+`cachetools.Cache(maxsize=2)`). An assert failing in the suite's own helper (`assert_equal` in
+a `common.py`) is read as the caller's assert, with the caller's arguments in place of the
+helper's parameters. A failing test whose statement cannot be shown this way gives a `Dropped`
+with its reason, and `issue_for` says why a bug got no issue at all.
 
 What this does not guarantee: values are those at the moment the test failed (an argument the
 buggy call mutated shows its mutated value), a setup statement shows the test's own expression,
@@ -458,7 +463,8 @@ class _Reader:
         if self._depth > 4:
             return None
         if _package_file(d):
-            return d, _public_name(d) or dotted
+            named = d.get("kind") in ("function", "class")
+            return d, (_public_name(d) if named else None) or dotted
         fn = self._method(d)
         ret = _returned(fn) if fn is not None else None
         if not isinstance(ret, ast.Call):
