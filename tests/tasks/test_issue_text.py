@@ -163,7 +163,7 @@ PACKAGE = {
                 return True
         '''),
     "words/core.py": textwrap.dedent('''\
-        __all__ = ["pluralize", "ordinal", "reduceby", "memoize", "Tally", "parse_count", "clamp", "initials",
+        __all__ = ["Bag", "pluralize", "ordinal", "reduceby", "memoize", "Tally", "parse_count", "clamp", "initials",
                    "is_plural", "split_first", "TABLE"]
         _IRREGULAR = {"child": "children", "person": "people"}
 
@@ -238,6 +238,22 @@ PACKAGE = {
             head, _, tail = text.partition(" ")
             return head, tail.upper()
 
+        class Bag:
+            def __init__(self, *items):
+                self.items = list(items)
+
+            def add(self, x):
+                self.items.append(x)
+
+            def __contains__(self, x):
+                return x in self.items[1:]
+
+            def count(self, x):
+                return self.items[1:].count(x)
+
+            def __repr__(self):
+                return "Bag(" + ", ".join(map(repr, self.items)) + ")"
+
         class _Box:
             def __init__(self, word):
                 self.word = word
@@ -260,7 +276,7 @@ PACKAGE = {
         import pytest
 
         import words
-        from words import Tally, memoize, reduceby
+        from words import Bag, Tally, memoize, reduceby
         from words.utils import raises
         from words.core import _Box
         from common import assert_equal
@@ -453,6 +469,13 @@ PACKAGE = {
             expected = "children"
             result = words.pluralize("child")
             assert_equal(expected, result)
+        def test_object_changed_after_it_was_made():
+            bag = Bag(1)
+            bag.add(2)
+            assert 1 in bag
+        def test_package_object_from_a_loop():
+            for bag in (Bag(1), Bag(1, 1)):
+                assert bag.count(1) >= 1
         def test_private_class_in_the_setup():
             box = _Box("child")
             assert box.plural() == "children"
@@ -501,7 +524,7 @@ def said(failures, name: str) -> Symptom | Dropped:
     return symptom(failures[name], _read(failures["_root"]))
 
 
-PUBLIC = {"pluralize", "ordinal", "reduceby", "memoize", "Tally", "total", "parse_count", "clamp", "initials",
+PUBLIC = {"Bag", "pluralize", "ordinal", "reduceby", "memoize", "Tally", "total", "parse_count", "clamp", "initials",
           "is_plural", "split_first"}
 
 CASES = {
@@ -563,6 +586,8 @@ CASES = {
     # the test class's one-line helper (cachetools' `self.decorator(maxsize=2)`) returning a
     # call of a `staticmethod` class attribute: the call it makes
     "TestCaseAttributes::test_one_line_helper_method": "Calling `double(2)` returns `5`, but `4` was expected.",
+    # an object changed after it was made: the name after its making, never the constructor
+    "test_object_changed_after_it_was_made": "`bag` is `Bag(1, 2)`, but a value containing `1` was expected.",
 }
 
 
@@ -614,6 +639,8 @@ def test_context_shows_setup_and_helpers(failures):
 def test_test_case_attributes_show_the_package_calls_they_make(failures):
     s = said(failures, "TestCaseAttributes::test_class_attribute_naming_a_class")
     assert s.context == ("t = words.core.Tally(5)", "t.add(1)")
+    s = said(failures, "test_object_changed_after_it_was_made")
+    assert s.context == ("bag = Bag(1)", "bag.add(2)")
     s = said(failures, "TestCaseAttributes::test_one_line_helper_method")
     assert s.context == ("double = words.core.memoize(lambda x: 2 * x)",)
     assert (s.api, s.callee, s.file) == ("words.core.memoize", "memoize", "words/core.py")
@@ -638,6 +665,8 @@ def test_private_helper_is_shown_by_the_public_call(failures):
     ("test_private_only", "the test calls only private functions of the package"),
     ("TestUnittestStyle::test_own_attribute", "the test uses attributes of its test case"),
     ("test_private_class_in_the_setup", "the test calls a private function of the package"),
+    # its repr was read after the failure, and need not rebuild it (cachetools' LFU copies)
+    ("test_package_object_from_a_loop", "a variable has no printable value"),
 ])
 def test_dropped_with_a_reason(failures, name, why):
     assert said(failures, name) == Dropped(why)
