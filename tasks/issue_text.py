@@ -772,8 +772,8 @@ class _Substitute(ast.NodeTransformer):
             if r.binding(name) is None:
                 raise _Unshowable("a variable has no printable value")
             r.add_setup(name)
-        elif readable(d) is not None:
-            return self._value(node, d)
+        elif readable(d) is not None and not is_test_path(d.get("file") or ""):
+            return self._value(node, d)  # (an object of the test's own class: its making, below)
         elif r.binding(name) is not None:
             r.add_setup(name)
         elif not r.add_fixture(name):
@@ -900,7 +900,10 @@ def _api(r: _Reader, shown: ast.expr) -> tuple[str, dict]:
         if decorators:  # `@memoize def double(x)`: the package's part is the decorator
             found.extend((w, x) for x, w in decorators)
             continue
-        made = r.from_api(dotted.split(".", 1)[0]) if d.get("kind") != "method" else None
+        own = ((_in_package(d) or d).get("qualname") or "").rsplit(".", 1)[-1]
+        # `cache.getsizeof(x)`: the method itself; `mf(2)`, `c.info()` with a lambda: what made them
+        method = d.get("kind") == "method" or ("." in dotted and own.isidentifier())
+        made = r.from_api(dotted.split(".", 1)[0]) if not method else None
         found.extend((x[2], x[1]) for x in (r.api_calls(made) if made is not None else [(None, d, dotted)]))
     for n in ast.walk(shown):
         made = r.from_api(n.id) if isinstance(n, ast.Name) else None
