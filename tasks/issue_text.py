@@ -607,7 +607,13 @@ class _Reader:
         return f"{ast.unparse(node.target)} {op} {self.render(node.value)}"
 
     def add_definition(self, name: str, d: dict) -> None:
-        source = self.tf.definition(int(d.get("line") or 0), name) if d.get("file") == self.frame.path else None
+        source = None
+        if d.get("file") == self.frame.path:
+            line = int(d.get("line") or 0)
+            if not line and d.get("kind") == "class":  # a class has no first line recorded: its only `class`
+                found = [n for n in ast.walk(self.tf.tree) if isinstance(n, ast.ClassDef) and n.name == name]
+                line = found[0].lineno if len(found) == 1 else 0
+            source = self.tf.definition(line, name)
         if source is None:
             raise _Unshowable("a helper of the test is defined out of reach")
         self._add_def(source)

@@ -251,8 +251,12 @@ PACKAGE = {
             def count(self, x):
                 return self.items[1:].count(x)
 
+            @staticmethod
+            def size_of(item):
+                return 2
+
             def __repr__(self):
-                return "Bag(" + ", ".join(map(repr, self.items)) + ")"
+                return type(self).__name__ + "(" + ", ".join(map(repr, self.items)) + ")"
 
         class _Box:
             def __init__(self, word):
@@ -473,6 +477,11 @@ PACKAGE = {
             bag = Bag(1)
             bag.add(2)
             assert 1 in bag
+        class MyBag(Bag):
+            pass
+        def test_object_of_the_tests_own_class():
+            bag = MyBag(1)
+            assert bag.size_of(None) == 1
         def test_package_object_from_a_loop():
             for bag in (Bag(1), Bag(1, 1)):
                 assert bag.count(1) >= 1
@@ -524,7 +533,7 @@ def said(failures, name: str) -> Symptom | Dropped:
     return symptom(failures[name], _read(failures["_root"]))
 
 
-PUBLIC = {"Bag", "pluralize", "ordinal", "reduceby", "memoize", "Tally", "total", "parse_count", "clamp", "initials",
+PUBLIC = {"Bag", "size_of", "pluralize", "ordinal", "reduceby", "memoize", "Tally", "total", "parse_count", "clamp", "initials",
           "is_plural", "split_first"}
 
 CASES = {
@@ -588,6 +597,9 @@ CASES = {
     "TestCaseAttributes::test_one_line_helper_method": "Calling `double(2)` returns `5`, but `4` was expected.",
     # an object changed after it was made: the name after its making, never the constructor
     "test_object_changed_after_it_was_made": "`bag` is `Bag(1, 2)`, but a value containing `1` was expected.",
+    # a staticmethod of the object (cachetools' `cache.getsizeof`) on an object of the test's
+    # own class (its `TTLTestCache`): the method, after the object's making and the class
+    "test_object_of_the_tests_own_class": "Calling `bag.size_of(None)` returns `2`, but `1` was expected.",
 }
 
 
@@ -641,6 +653,8 @@ def test_test_case_attributes_show_the_package_calls_they_make(failures):
     assert s.context == ("t = words.core.Tally(5)", "t.add(1)")
     s = said(failures, "test_object_changed_after_it_was_made")
     assert s.context == ("bag = Bag(1)", "bag.add(2)")
+    s = said(failures, "test_object_of_the_tests_own_class")
+    assert s.context == ("bag = MyBag(1)", "class MyBag(Bag):\n    pass") and s.callee == "size_of"
     s = said(failures, "TestCaseAttributes::test_one_line_helper_method")
     assert s.context == ("double = words.core.memoize(lambda x: 2 * x)",)
     assert (s.api, s.callee, s.file) == ("words.core.memoize", "memoize", "words/core.py")
