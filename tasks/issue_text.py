@@ -991,6 +991,8 @@ def _raised(r: _Reader, stmt: ast.AST, exc: dict) -> Symptom:
     if calls:
         match = [c for c in calls if into is not None and
                  ((_in_package(c[1]) or c[1]).get("qualname") or "").rsplit(".", 1)[-1] == into.func]
+        # `f(None)(g)` raising in `f` itself: the call of `f`, not of what it returned
+        match.sort(key=lambda c: isinstance(c[0].func, ast.Call))
         shown: ast.expr = (match or calls)[0][0]
         lead = f"Calling `{r.render(shown)}` raises"
     else:
@@ -1254,6 +1256,8 @@ def _read(failure: Failure, read: Callable[[str], _TestFile | None]) -> Symptom:
     i = _choose(frames)
     if i is None:
         raise _Unshowable("the failure is not in a test file")
+    if _in_one_line_helper(frames, i, read):
+        i -= 1  # `self.decorator(f)` raising inside `return self.DECORATOR(f)`: the caller's call, inlined
     frame = frames[i]
     tf = read(frame.path or "")
     if not isinstance(tf, _TestFile):
@@ -1272,6 +1276,18 @@ def _read(failure: Failure, read: Callable[[str], _TestFile | None]) -> Symptom:
         helped = _through_helper(frames, i, stmt, read, detail)
         return helped if helped is not None else _assertion(r, stmt, detail)
     return _raised(r, stmt, exc)
+
+
+def _in_one_line_helper(frames: list[_Frame], i: int, read: Callable[[str], _TestFile | None]) -> bool:
+    """True when frame `i` runs a test class's one-line helper method (`_Reader.inlined`) that
+    the test frame before it called as `self.<name>(...)`."""
+    if i == 0 or frames[i - 1].kind != "test":
+        return False
+    inner, outer = _frame_statement(frames[i], read), _frame_statement(frames[i - 1], read)
+    if inner is None or outer is None or not isinstance(inner[1], (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+            _returned(inner[1]) is None:
+        return False
+    return any(isinstance(n, ast.Call) and _dotted(n.func) == f"self.{frames[i].func}" for n in ast.walk(outer[2]))
 
 
 def _frame_statement(frame: _Frame, read: Callable[[str], _TestFile | None]) -> tuple | None:

@@ -491,8 +491,13 @@ PACKAGE = {
         class TestCaseAttributes(unittest.TestCase):
             Kind = Tally
             DECORATOR = staticmethod(memoize)
+            REDUCE = staticmethod(reduceby)
             def decorator(self, func, **kwargs):
                 return self.DECORATOR(func, **kwargs)
+            def reduce(self, key, seq):
+                return self.REDUCE(key, add, seq, int)
+            def test_one_line_helper_raising_in_the_package(self):
+                self.reduce(lambda x: x % 2, None)
             def test_class_attribute_naming_a_class(self):
                 t = self.Kind(5)
                 t.add(1)
@@ -595,6 +600,11 @@ CASES = {
     # the test class's one-line helper (cachetools' `self.decorator(maxsize=2)`) returning a
     # call of a `staticmethod` class attribute: the call it makes
     "TestCaseAttributes::test_one_line_helper_method": "Calling `double(2)` returns `5`, but `4` was expected.",
+    # ... raising inside the package (cachetools' `self.decorator(lambda n: n)`): the caller's
+    # call inlined, where the lambda is the test's own
+    "TestCaseAttributes::test_one_line_helper_raising_in_the_package":
+        "Calling `words.core.reduceby(lambda x: x % 2, operator.add, None, int)` raises `TypeError: 'NoneType' "
+        "object is not iterable`, but no error was expected.",
     # an object changed after it was made: the name after its making, never the constructor
     "test_object_changed_after_it_was_made": "`bag` is `Bag(1, 2)`, but a value containing `1` was expected.",
     # a staticmethod of the object (cachetools' `cache.getsizeof`) on an object of the test's
