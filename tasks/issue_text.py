@@ -370,6 +370,24 @@ def _public(dotted: str, d: dict) -> bool:
     return not any(p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in parts if p)
 
 
+def _base_name(node: ast.expr) -> str | None:
+    """`c` for `c`, `c.info`, `c[1].x`; None for anything else."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _assert_operands(node: ast.stmt) -> list[ast.expr] | None:
+    """The compared operands of an `assert` or a unittest assert call; None for other statements."""
+    if isinstance(node, ast.Assert):
+        test = node.test.operand if isinstance(node.test, ast.UnaryOp) else node.test
+        return [test.left, *test.comparators] if isinstance(test, ast.Compare) else [test]
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
+            _call_name(node.value).startswith(("assert", "fail")):
+        return list(node.value.args)
+    return None
+
+
 def _public_name(d: dict) -> str | None:
     """`cachetools.func.lru_cache`: a package function or class by its module and name, when
     neither is private."""
@@ -549,7 +567,8 @@ class _Reader:
             if found is not None and self.api_calls(found[1]):
                 # `r = f(x)`: the call itself; `first, rest = f(x)`: `rest`, after its setup; an
                 # object changed since (`c = LFUCache(2); c[1] = 1`): the name, after its setup
-                alone = isinstance(found[0], ast.Name) and not self._changes(node.id, found[1])
+                alone = isinstance(found[0], ast.Name) and not self._changes(node.id, found[1]) and \
+                    not self._held_elsewhere({node.id}, found[1])
                 return found[1] if alone else node
             return None
         if any(isinstance(n, ast.Name) and self.from_api(n.id) is not None for n in ast.walk(node)):
@@ -569,6 +588,8 @@ class _Reader:
             raise _Unshowable("a variable has no printable value")
         target, value = found
         names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        if self._held_elsewhere(names, value):
+            raise _Unshowable("the object may have changed through another one")
         self._busy |= names
         written = ", ".join(map(ast.unparse, target.elts)) if isinstance(target, ast.Tuple) else ast.unparse(target)
         lines = [f"{written} = {self.render(value)}"]
@@ -578,13 +599,29 @@ class _Reader:
             if text not in self.setup:
                 self.setup.append(text)
 
+    def _held_elsewhere(self, names: set[str], value: ast.expr) -> bool:
+        """True when, after its making, the object went into another one the test kept
+        (`outer = cached(maxsize=3)(inner)`): calls of that one may have changed it, and its
+        setup alone would show another object."""
+        for node in ast.walk(self.scope):
+            if isinstance(node, ast.Assign) and value.lineno < node.lineno < self.frame.line:
+                for call in (c for c in ast.walk(node.value) if isinstance(c, ast.Call)):
+                    if any(isinstance(a, ast.Name) and a.id in names for a in call.args):
+                        return True
+        return False
+
     def _changes(self, name: str, value: ast.expr) -> list[ast.stmt]:
         """Statements between `name = ...` and the failing line that change the object
         (`t.add(2)`, `t.limit = 3`): a setup that left them out would show another object."""
-        out = []
+        out: list[ast.stmt] = []
         for node in ast.walk(self.scope):
-            if not isinstance(node, (ast.Expr, ast.Assign, ast.AugAssign)) or \
+            if not isinstance(node, (ast.Expr, ast.Assign, ast.AugAssign, ast.Assert)) or \
                     not value.lineno < node.lineno < self.frame.line:
+                continue
+            operands = _assert_operands(node)
+            if operands is not None:  # `self.assertEqual(cached(1), 1)` before: the call `cached(1)`
+                out += [ast.copy_location(ast.Expr(o), o) for o in operands
+                        if isinstance(o, ast.Call) and _base_name(o.func) == name]
                 continue
             targets = node.targets if isinstance(node, ast.Assign) else \
                 [node.target] if isinstance(node, ast.AugAssign) else [node.value]

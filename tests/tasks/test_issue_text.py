@@ -477,6 +477,15 @@ PACKAGE = {
             bag = Bag(1)
             bag.add(2)
             assert 1 in bag
+        def test_calls_in_earlier_asserts():
+            bag = Bag(1)
+            assert bag.add(2) is None
+            assert 1 in bag
+        def test_object_held_by_another():
+            inner = Bag(1)
+            outer = Bag(inner)
+            outer.add(inner.add(2))
+            assert 1 in inner
         class MyBag(Bag):
             pass
         def test_object_of_the_tests_own_class():
@@ -663,6 +672,8 @@ def test_test_case_attributes_show_the_package_calls_they_make(failures):
     assert s.context == ("t = words.core.Tally(5)", "t.add(1)")
     s = said(failures, "test_object_changed_after_it_was_made")
     assert s.context == ("bag = Bag(1)", "bag.add(2)")
+    s = said(failures, "test_calls_in_earlier_asserts")  # calls inside earlier asserts changed it too
+    assert s.context == ("bag = Bag(1)", "bag.add(2)") and s.text.startswith("`bag` is `Bag(1, 2)`")
     s = said(failures, "test_object_of_the_tests_own_class")
     assert s.context == ("bag = MyBag(1)", "class MyBag(Bag):\n    pass") and s.callee == "size_of"
     s = said(failures, "TestCaseAttributes::test_one_line_helper_method")
@@ -691,6 +702,8 @@ def test_private_helper_is_shown_by_the_public_call(failures):
     ("test_private_class_in_the_setup", "the test calls a private function of the package"),
     # its repr was read after the failure, and need not rebuild it (cachetools' LFU copies)
     ("test_package_object_from_a_loop", "a variable has no printable value"),
+    # changed through `outer` (cachetools' stacked decorators): its own setup shows another object
+    ("test_object_held_by_another", "the object may have changed through another one"),
 ])
 def test_dropped_with_a_reason(failures, name, why):
     assert said(failures, name) == Dropped(why)
