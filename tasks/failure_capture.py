@@ -175,10 +175,12 @@ def _attributes(module, prefix, wanted, out, depth):
             _attributes(value, key, wanted, out, depth - 1)
 
 
-def _fields(obj, wanted):
+def _fields(obj, wanted, methods=False):
     """(name, value) of the attributes in `wanted` that `obj` stores: in its `__dict__` or as
-    plain class attributes (`self.cart`, a test class's `D = dict`); never a property or a
-    method, so no user code runs."""
+    plain class attributes (`self.cart`, a test class's `D = dict`), the function of a
+    `staticmethod` (`DECORATOR = staticmethod(lru_cache)`), and with `methods` the test class's
+    own methods (`self.cache`, a helper in the repository's test files); never a property or a
+    bound method, so no user code runs."""
     out = []
     try:
         fields = object.__getattribute__(obj, "__dict__")  # not the object's own __getattr(ibute)__
@@ -192,12 +194,42 @@ def _fields(obj, wanted):
         for klass in type(obj).__mro__[:-1]:
             value = klass.__dict__.get(attr, _fields)
             if value is not _fields:
-                if inspect.isclass(value) or not hasattr(type(value), "__get__"):
+                static = isinstance(value, staticmethod)
+                value = value.__func__ if static else value
+                if static or inspect.isclass(value) or not hasattr(type(value), "__get__") or \
+                        (methods and _own_method(value)):
                     out.append((attr, value))
                 break
         if len(out) >= _NAMES_MAX:
             break
     return out
+
+
+def _own_method(value):
+    """True for a plain function defined in the repository's test files."""
+    code = getattr(value, "__code__", None)
+    if not isinstance(value, types.FunctionType) or code is None:
+        return False
+    rel = _in_repo(code.co_filename)
+    return rel is not None and _testish(rel)
+
+
+def _object_fields(name, value, used, out):
+    """`out[name.attr]` for the attributes of a local that its code uses; for `self` (a test
+    case), also those the test class's own methods it uses refer to (`self.decorator` ->
+    `self.DECORATOR`): `used` grows by those methods' names, so the globals they read are
+    described too."""
+    wanted = set(used)
+    for _ in range(3):
+        more = set()
+        for attr, field in _fields(value, wanted, methods=name == "self"):
+            out[name + "." + attr] = describe(field)
+            if _own_method(field):
+                _code_names(field.__code__, more)
+        if more <= wanted:
+            break
+        wanted |= more
+    used |= wanted
 
 
 def _names(frame):
@@ -211,8 +243,7 @@ def _names(frame):
     for name, value in list(frame.f_locals.items())[:_NAMES_MAX]:
         if not name.startswith("@") and not isinstance(value, (types.ModuleType, type)):
             try:
-                for attr, field in _fields(value, used):
-                    out[name + "." + attr] = describe(field)
+                _object_fields(name, value, used, out)
             except Exception:  # an object whose attribute lookup runs code that fails
                 continue
     for name in sorted(used):

@@ -16,8 +16,13 @@ How an expression is rendered (`_Reader.render`): a variable holding a printable
 repr parses as Python) becomes that value; one bound once, from a call to the package or to an
 unprintable value, is shown as a setup statement (`mf = memoize(f)`); a function or class the
 test file defines is shown with its definition; modules, builtins and the package's own names
-stay names. A failing test whose statement cannot be shown this way gives a `Dropped` with its
-reason, and `issue_for` says why a bug got no issue at all.
+stay names. A test case's `self.X` naming the package's function or class (a class attribute,
+a `staticmethod`) shows as its public name (`cachetools.func.lru_cache`), and a call of the test
+class's one-line helper method as the call it returns (`self.cache(2)` ->
+`cachetools.Cache(maxsize=2)`). An assert failing in the suite's own helper (`assert_equal` in
+a `common.py`) is read as the caller's assert, with the caller's arguments in place of the
+helper's parameters. A failing test whose statement cannot be shown this way gives a `Dropped`
+with its reason, and `issue_for` says why a bug got no issue at all.
 
 What this does not guarantee: values are those at the moment the test failed (an argument the
 buggy call mutated shows its mutated value), a setup statement shows the test's own expression,
@@ -278,6 +283,14 @@ class _TestFile:
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
         return _dedented("\n".join(self.source.splitlines()[start - 1:node.end_lineno])) or ""
 
+    def function_at(self, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The function whose code starts at `line` (its `def` or first decorator)."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    line in (node.lineno, *(d.lineno for d in node.decorator_list)):
+                return node
+        return None
+
     def definition(self, line: int, name: str) -> str | None:
         """The source of the function or class `name` defined at `line`, or of `name = lambda ...`."""
         for node in ast.walk(self.tree):
@@ -357,6 +370,70 @@ def _public(dotted: str, d: dict) -> bool:
     return not any(p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in parts if p)
 
 
+def _base_name(node: ast.expr) -> str | None:
+    """`c` for `c`, `c.info`, `c[1].x`; None for anything else."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _assert_operands(node: ast.stmt) -> list[ast.expr] | None:
+    """The compared operands of an `assert` or a unittest assert call; None for other statements."""
+    if isinstance(node, ast.Assert):
+        test = node.test.operand if isinstance(node.test, ast.UnaryOp) else node.test
+        return [test.left, *test.comparators] if isinstance(test, ast.Compare) else [test]
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
+            _call_name(node.value).startswith(("assert", "fail")):
+        return list(node.value.args)
+    return None
+
+
+def _public_name(d: dict) -> str | None:
+    """`cachetools.func.lru_cache`: a package function or class by its module and name, when
+    neither is private."""
+    own = _in_package(d) or d
+    module, qual = own.get("module") or "", own.get("qualname") or ""
+    name = f"{module}.{qual}"
+    if not module or "<" in qual or any(p.startswith("_") for p in name.split(".")):
+        return None
+    return name
+
+
+def _returned(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr | None:
+    """The expression a one-statement function returns (after its docstring), else None."""
+    body = [x for x in fn.body if not (isinstance(x, ast.Expr) and isinstance(x.value, ast.Constant))]
+    return body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
+
+
+def _method_arguments(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> dict[str, ast.expr] | None:
+    """Parameter -> expression for a call of a test class's method (`self` stays `self`; extra
+    keywords go to its `**kwargs` as a dict); None when the call does not bind simply."""
+    a = fn.args
+    params = [x.arg for x in a.posonlyargs + a.args]
+    if not params or params[0] != "self" or a.vararg is not None or \
+            any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    params = params[1:]
+    if len(call.args) > len(params):
+        return None
+    out: dict[str, ast.expr] = {"self": ast.Name("self", ast.Load())}
+    out.update(zip(params, call.args))
+    known = set(params) | {x.arg for x in a.kwonlyargs}
+    extra = [k for k in call.keywords if k.arg not in known]
+    if extra and a.kwarg is None:
+        return None
+    out.update((k.arg, k.value) for k in call.keywords if k.arg in known)
+    defaults = dict(zip(params[len(params) - len(a.defaults):], a.defaults))
+    defaults.update((x.arg, d) for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+    for name in known - set(out):
+        if name not in defaults:
+            return None
+        out[name] = defaults[name]
+    if a.kwarg is not None:
+        out[a.kwarg.arg] = ast.Dict([ast.Constant(k.arg) for k in extra], [k.value for k in extra])
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Reading one failure
 
@@ -372,6 +449,7 @@ class _Reader:
         self.setup: list[str] = []
         self.defs: list[str] = []
         self._busy: set[str] = set()
+        self._depth = 0
 
     # -- what a name or a call is
     def resolve(self, func: ast.expr) -> tuple[dict, str] | None:
@@ -379,10 +457,15 @@ class _Reader:
         if isinstance(func, ast.Call):
             inner = self.resolve(func.func)
             return inner if inner and _package_file(inner[0]) else None
+        if isinstance(func, ast.Subscript):  # a generic class: `LFUCache[int, int](maxsize=2)`
+            inner = self.resolve(func.value)
+            return inner if inner and inner[0].get("kind") == "class" else None
         dotted = _dotted(func)
         if dotted is None:
             return None
         d = self.names.get(dotted)
+        if d is not None and dotted.startswith("self.") and dotted.count(".") == 1:
+            return self._case_attribute(dotted, d)
         if d is None and "." in dotted:
             base, attr = dotted.rsplit(".", 1)
             owner = self.names.get(base)
@@ -390,6 +473,45 @@ class _Reader:
                 d = {"kind": "method", "file": owner["file"], "module": owner.get("module"),
                      "qualname": f"{owner.get('qualname')}.{attr}"}
         return (d, dotted) if d else None
+
+    def _case_attribute(self, dotted: str, d: dict) -> tuple[dict, str] | None:
+        """What `self.X` of a test case calls: the package's function or class a class attribute
+        names (`Cache = cachetools.LRUCache`), by its public name; for the test class's own
+        one-line helper (`def cache(self, n): return cachetools.Cache(n)`), what it returns."""
+        if self._depth > 4:
+            return None
+        if _package_file(d):
+            named = d.get("kind") in ("function", "class")
+            return d, (_public_name(d) if named else None) or dotted
+        fn = self._method(d)
+        ret = _returned(fn) if fn is not None else None
+        if not isinstance(ret, ast.Call):
+            return d, dotted
+        self._depth += 1
+        try:
+            return self.resolve(ret.func)
+        finally:
+            self._depth -= 1
+
+    def _method(self, d: dict) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The definition of a test class's own method, from its description."""
+        path = d.get("file") or ""
+        if d.get("kind") != "function" or not is_test_path(path):
+            return None
+        tf = self.tf if path == self.frame.path else self.read(path)
+        return tf.function_at(int(d.get("line") or 0)) if isinstance(tf, _TestFile) else None
+
+    def inlined(self, call: ast.Call) -> ast.expr | None:
+        """A call of the test class's one-line helper (`self.decorator(maxsize=2)` with
+        `return self.DECORATOR(maxsize, **kwargs)`) as the expression it returns, its parameters
+        replaced by the call's arguments; None for any other call."""
+        dotted = _dotted(call.func)
+        if dotted is None or not dotted.startswith("self.") or dotted.count(".") != 1:
+            return None
+        fn = self._method(self.names.get(dotted) or {})
+        ret = _returned(fn) if fn is not None else None
+        values = _method_arguments(fn, call) if ret is not None else None
+        return _Replace(values).visit(copy.deepcopy(ret)) if values is not None else None
 
     def api_calls(self, node: ast.AST) -> list[tuple[ast.Call, dict, str]]:
         """Calls in `node` of something the package defines, in source order."""
@@ -443,8 +565,11 @@ class _Reader:
         if isinstance(node, ast.Name):
             found = self.binding(node.id)
             if found is not None and self.api_calls(found[1]):
-                # `r = f(x)`: the call itself; `first, rest = f(x)`: `rest`, after its setup
-                return found[1] if isinstance(found[0], ast.Name) else node
+                # `r = f(x)`: the call itself; `first, rest = f(x)`: `rest`, after its setup; an
+                # object changed since (`c = LFUCache(2); c[1] = 1`): the name, after its setup
+                alone = isinstance(found[0], ast.Name) and not self._changes(node.id, found[1]) and \
+                    not self._held_elsewhere({node.id}, found[1])
+                return found[1] if alone else node
             return None
         if any(isinstance(n, ast.Name) and self.from_api(n.id) is not None for n in ast.walk(node)):
             return node
@@ -463,6 +588,8 @@ class _Reader:
             raise _Unshowable("a variable has no printable value")
         target, value = found
         names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        if self._held_elsewhere(names, value):
+            raise _Unshowable("the object may have changed through another one")
         self._busy |= names
         written = ", ".join(map(ast.unparse, target.elts)) if isinstance(target, ast.Tuple) else ast.unparse(target)
         lines = [f"{written} = {self.render(value)}"]
@@ -472,13 +599,29 @@ class _Reader:
             if text not in self.setup:
                 self.setup.append(text)
 
+    def _held_elsewhere(self, names: set[str], value: ast.expr) -> bool:
+        """True when, after its making, the object went into another one the test kept
+        (`outer = cached(maxsize=3)(inner)`): calls of that one may have changed it, and its
+        setup alone would show another object."""
+        for node in ast.walk(self.scope):
+            if isinstance(node, ast.Assign) and value.lineno < node.lineno < self.frame.line:
+                for call in (c for c in ast.walk(node.value) if isinstance(c, ast.Call)):
+                    if any(isinstance(a, ast.Name) and a.id in names for a in call.args):
+                        return True
+        return False
+
     def _changes(self, name: str, value: ast.expr) -> list[ast.stmt]:
         """Statements between `name = ...` and the failing line that change the object
         (`t.add(2)`, `t.limit = 3`): a setup that left them out would show another object."""
-        out = []
+        out: list[ast.stmt] = []
         for node in ast.walk(self.scope):
-            if not isinstance(node, (ast.Expr, ast.Assign, ast.AugAssign)) or \
+            if not isinstance(node, (ast.Expr, ast.Assign, ast.AugAssign, ast.Assert)) or \
                     not value.lineno < node.lineno < self.frame.line:
+                continue
+            operands = _assert_operands(node)
+            if operands is not None:  # `self.assertEqual(cached(1), 1)` before: the call `cached(1)`
+                out += [ast.copy_location(ast.Expr(o), o) for o in operands
+                        if isinstance(o, ast.Call) and _base_name(o.func) == name]
                 continue
             targets = node.targets if isinstance(node, ast.Assign) else \
                 [node.target] if isinstance(node, ast.AugAssign) else [node.value]
@@ -501,7 +644,13 @@ class _Reader:
         return f"{ast.unparse(node.target)} {op} {self.render(node.value)}"
 
     def add_definition(self, name: str, d: dict) -> None:
-        source = self.tf.definition(int(d.get("line") or 0), name) if d.get("file") == self.frame.path else None
+        source = None
+        if d.get("file") == self.frame.path:
+            line = int(d.get("line") or 0)
+            if not line and d.get("kind") == "class":  # a class has no first line recorded: its only `class`
+                found = [n for n in ast.walk(self.tf.tree) if isinstance(n, ast.ClassDef) and n.name == name]
+                line = found[0].lineno if len(found) == 1 else 0
+            source = self.tf.definition(line, name)
         if source is None:
             raise _Unshowable("a helper of the test is defined out of reach")
         self._add_def(source)
@@ -564,6 +713,13 @@ class _Substitute(ast.NodeTransformer):
         standard library does (`operator.add`)."""
         own = (d.get("qualname") or "").rsplit(".", 1)[-1]
         path = d.get("file")
+        if written.startswith("self.") and (_package_file(d) or (path and is_test_path(path))):
+            # a test case's attribute naming the package's function or class: its public name;
+            # the test class's own method: nothing a reader can call
+            public = _public_name(d) if _package_file(d) else None
+            if public is None:
+                raise _Unshowable("the test uses attributes of its test case")
+            return ast.copy_location(ast.parse(public, mode="eval").body, node)
         if path and is_test_path(path):
             self.r.add_definition(own if own.isidentifier() else written, d)
             return node if not own.isidentifier() else ast.copy_location(ast.Name(own, ast.Load()), node)
@@ -580,6 +736,32 @@ class _Substitute(ast.NodeTransformer):
             raise _Unshowable("a variable has no printable value")
         return ast.copy_location(ast.parse(text, mode="eval").body, node)
 
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        inner = self.r.inlined(node)
+        if inner is not None and self.r._depth <= 4:
+            self.r._depth += 1
+            try:
+                return self.visit(ast.copy_location(inner, node))
+            finally:
+                self.r._depth -= 1
+        f = node.func
+        if isinstance(f, ast.Attribute) and (self.r.names.get(_dotted(f) or "") or {}).get("kind") == "value":
+            # a called attribute holding a value (`obj.alias(1)` with `alias` None): the call as
+            # written on its object, never `None(1)`
+            f.value = self.visit(f.value)
+            node.args = [self.visit(a) for a in node.args]
+            node.keywords = [self.visit(k) for k in node.keywords]
+            return node
+        if isinstance(f, ast.Name) and f.id not in self.bound and \
+                (self.r.names.get(f.id) or {}).get("kind") == "value":
+            if self.r.binding(f.id) is None:  # `get(x)` with `get` None: its making, or nothing
+                raise _Unshowable("a variable has no printable value")
+            self.r.add_setup(f.id)
+            node.args = [self.visit(a) for a in node.args]
+            node.keywords = [self.visit(k) for k in node.keywords]
+            return node
+        return self.generic_visit(node)
+
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         dotted = _dotted(node) or ""
         d = self.r.names.get(dotted)
@@ -589,6 +771,9 @@ class _Substitute(ast.NodeTransformer):
         base = self.r.names.get(dotted.split(".", 1)[0]) or {}
         if kind == "module" or (kind in ("function", "class", "callable") and base.get("kind") == "module"):
             return node  # a module's attribute (`inflection.singularize`): a name, not a value
+        if kind in ("function", "class") and _package_file(d) and not dotted.startswith("self.") and \
+                not (_in_package(d) or {}).get("qualname", "").isidentifier():
+            return self.generic_visit(node)  # `cached.cache_parameters`, a lambda the package stored on `cached`
         if kind in ("function", "class"):
             return self._named(node, dotted, d)
         if readable(d) is None and dotted.startswith("self."):
@@ -624,8 +809,14 @@ class _Substitute(ast.NodeTransformer):
                 return ast.copy_location(ast.parse(f"{module}.{name}", mode="eval").body, node)
         elif kind == "module":
             pass
-        elif readable(d) is not None:
-            return self._value(node, d)
+        elif kind == "value" and _package_file(d) and name in r.binds:
+            # the package's own object made in the test (`for cache in (copy.copy(src), ...)`): its
+            # repr was read after the failure and need not rebuild it; its making is shown instead
+            if r.binding(name) is None:
+                raise _Unshowable("a variable has no printable value")
+            r.add_setup(name)
+        elif readable(d) is not None and not is_test_path(d.get("file") or ""):
+            return self._value(node, d)  # (an object of the test's own class: its making, below)
         elif r.binding(name) is not None:
             r.add_setup(name)
         elif not r.add_fixture(name):
@@ -752,7 +943,10 @@ def _api(r: _Reader, shown: ast.expr) -> tuple[str, dict]:
         if decorators:  # `@memoize def double(x)`: the package's part is the decorator
             found.extend((w, x) for x, w in decorators)
             continue
-        made = r.from_api(dotted.split(".", 1)[0]) if d.get("kind") != "method" else None
+        own = ((_in_package(d) or d).get("qualname") or "").rsplit(".", 1)[-1]
+        # `cache.getsizeof(x)`: the method itself; `mf(2)`, `c.info()` with a lambda: what made them
+        method = d.get("kind") == "method" or ("." in dotted and own.isidentifier())
+        made = r.from_api(dotted.split(".", 1)[0]) if not method else None
         found.extend((x[2], x[1]) for x in (r.api_calls(made) if made is not None else [(None, d, dotted)]))
     for n in ast.walk(shown):
         made = r.from_api(n.id) if isinstance(n, ast.Name) else None
@@ -762,6 +956,8 @@ def _api(r: _Reader, shown: ast.expr) -> tuple[str, dict]:
     public = [x for x in found if _public(*x)]
     if not public:
         raise _Unshowable("the test calls only private functions of the package")
+    if len(public) < len(found):  # `w = _Wrapper(10)` before a public `w.wrap(s)`: still not the API
+        raise _Unshowable("the test calls a private function of the package")
     return public[0]
 
 
@@ -832,6 +1028,8 @@ def _raised(r: _Reader, stmt: ast.AST, exc: dict) -> Symptom:
     if calls:
         match = [c for c in calls if into is not None and
                  ((_in_package(c[1]) or c[1]).get("qualname") or "").rsplit(".", 1)[-1] == into.func]
+        # `f(None)(g)` raising in `f` itself: the call of `f`, not of what it returned
+        match.sort(key=lambda c: isinstance(c[0].func, ast.Call))
         shown: ast.expr = (match or calls)[0][0]
         lead = f"Calling `{r.render(shown)}` raises"
     else:
@@ -840,6 +1038,9 @@ def _raised(r: _Reader, stmt: ast.AST, exc: dict) -> Symptom:
             head.test if isinstance(head, ast.Assert) else head
         if isinstance(shown, ast.Compare) and len(shown.ops) == 1:
             shown = shown.left if r.observed(shown.left) is not None else shown.comparators[0]
+        elif isinstance(shown, ast.Call) and _call_name(shown).startswith("assert"):
+            # `self.assertEqual(cached.info(), 1)` raising in the test's own code: the operand
+            shown = next((a for a in shown.args if r.observed(a) is not None), shown)
         if not isinstance(shown, ast.expr) or r.observed(shown) is None:
             raise _Unshowable("the failing statement calls nothing of the package")
         lead = f"`{r.render(shown)}` raises"
@@ -946,7 +1147,7 @@ def _truth(r: _Reader, test: ast.expr, message: str) -> Symptom:
 def _unittest(r: _Reader, call: ast.Call) -> Symptom:
     method = _call_name(call)
     ext = next((f for f in r.after if f.kind == "ext"), None)
-    values = [d for k, d in (ext.args.items() if ext else []) if k != "self"]
+    values = _unittest_operands(ext.args if ext else {})
     if method in _UNITTEST_OPS and len(call.args) >= 2:
         op = _UNITTEST_OPS[method]
         shown_left, shown_right = r.observed(call.args[0]), r.observed(call.args[1])
@@ -978,6 +1179,19 @@ def _unittest(r: _Reader, call: ast.Call) -> Symptom:
         if inner is not None:
             return _no_raise(r, inner, ast.unparse(call.args[0]))
     raise _Unshowable(f"unittest's `{method}`")
+
+
+_UNITTEST_PAIRS = [("first", "second"), ("member", "container"), ("expr1", "expr2"), ("a", "b"), ("list1", "list2"),
+                   ("tuple1", "tuple2"), ("d1", "d2"), ("set1", "set2"), ("seq1", "seq2"), ("expr",), ("obj",)]
+
+
+def _unittest_operands(args: dict) -> list[dict]:
+    """The operands a unittest assert method received, in its parameters' order (a record read
+    back from a journal may have its keys sorted: `container` before `member`)."""
+    for names in _UNITTEST_PAIRS:
+        if all(n in args for n in names):
+            return [args[n] for n in names]
+    return [d for k, d in args.items() if k not in ("self", "msg")]
 
 
 def _assertion(r: _Reader, stmt: ast.AST, detail: dict) -> Symptom:
@@ -1079,6 +1293,8 @@ def _read(failure: Failure, read: Callable[[str], _TestFile | None]) -> Symptom:
     i = _choose(frames)
     if i is None:
         raise _Unshowable("the failure is not in a test file")
+    if _in_one_line_helper(frames, i, read):
+        i -= 1  # `self.decorator(f)` raising inside `return self.DECORATOR(f)`: the caller's call, inlined
     frame = frames[i]
     tf = read(frame.path or "")
     if not isinstance(tf, _TestFile):
@@ -1094,8 +1310,94 @@ def _read(failure: Failure, read: Callable[[str], _TestFile | None]) -> Symptom:
         return found
     into_package = any(f.kind == "repo" for f in r.after)
     if exc.get("type") == "AssertionError" and not into_package:
-        return _assertion(r, stmt, detail)
+        helped = _through_helper(frames, i, stmt, read, detail)
+        return helped if helped is not None else _assertion(r, stmt, detail)
     return _raised(r, stmt, exc)
+
+
+def _in_one_line_helper(frames: list[_Frame], i: int, read: Callable[[str], _TestFile | None]) -> bool:
+    """True when frame `i` runs a test class's one-line helper method (`_Reader.inlined`) that
+    the test frame before it called as `self.<name>(...)`."""
+    if i == 0 or frames[i - 1].kind != "test":
+        return False
+    inner, outer = _frame_statement(frames[i], read), _frame_statement(frames[i - 1], read)
+    if inner is None or outer is None or not isinstance(inner[1], (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+            _returned(inner[1]) is None:
+        return False
+    return any(isinstance(n, ast.Call) and _dotted(n.func) == f"self.{frames[i].func}" for n in ast.walk(outer[2]))
+
+
+def _frame_statement(frame: _Frame, read: Callable[[str], _TestFile | None]) -> tuple | None:
+    """(parsed file, scope, statement) of a test frame, or None."""
+    tf = read(frame.path or "")
+    if not isinstance(tf, _TestFile):
+        return None
+    scope = tf.scope(frame.first, frame.func, frame.line)
+    stmt = tf.statement(scope, frame.line) if scope is not None else None
+    return (tf, scope, stmt) if stmt is not None else None
+
+
+def _arguments(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> dict[str, ast.expr] | None:
+    """Parameter name -> the expression `call` passes for it (a default when it passes none);
+    None when the call spreads `*args` / `**kwargs` or leaves a parameter unbound."""
+    a = fn.args
+    if a.vararg is not None or a.kwarg is not None or any(isinstance(x, ast.Starred) for x in call.args) \
+            or any(k.arg is None for k in call.keywords):
+        return None
+    positional = [x.arg for x in a.posonlyargs + a.args]
+    if len(call.args) > len(positional):
+        return None
+    out: dict[str, ast.expr] = dict(zip(positional, call.args))
+    out.update((k.arg, k.value) for k in call.keywords if k.arg is not None)
+    defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+    defaults.update((x.arg, d) for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+    for name in positional + [x.arg for x in a.kwonlyargs]:
+        if name not in out:
+            if name not in defaults:
+                return None
+            out[name] = defaults[name]
+    return out
+
+
+class _Replace(ast.NodeTransformer):
+    def __init__(self, values: dict[str, ast.expr]):
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return copy.deepcopy(self.values[node.id]) if node.id in self.values else node
+
+
+def _through_helper(frames: list[_Frame], i: int, stmt: ast.AST, read: Callable[[str], _TestFile | None],
+                    detail: dict) -> Symptom | None:
+    """An assert failing inside the test suite's own helper (`assert_equal(expected, result)`
+    in a `common.py`), told as the caller's assert: the helper's parameters replaced by the
+    arguments the caller passed, read in the caller's frame (where `result = tabulate(...)`
+    was bound); None when the failure is not of that shape."""
+    helper = frames[i]
+    if i == 0 or frames[i - 1].kind != "test" or not isinstance(stmt, ast.Assert):
+        return None
+    fn = _frame_statement(helper, read)
+    caller = _frame_statement(frames[i - 1], read)
+    if fn is None or caller is None or not isinstance(fn[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    calls = [n for n in ast.walk(_header(caller[2])) if isinstance(n, ast.Call) and _call_name(n) == helper.func]
+    values = _arguments(fn[1], calls[0]) if len(calls) == 1 else None
+    used = {n.id for n in ast.walk(stmt.test) if isinstance(n, ast.Name)}
+    if values is None or not used <= set(values) | _BUILTIN_NAMES:
+        return None  # the assert reads the helper's own locals: not the caller's values
+    test = _Replace(values).visit(copy.deepcopy(stmt.test))
+    new = ast.copy_location(ast.Assert(test=test, msg=None), calls[0])
+    at = frames[i - 1]
+    compares = [{**c, "path": at.path, "line": at.line} for c in detail.get("compares") or []
+                if c.get("path") == helper.path and c.get("line") == helper.line]
+    if not compares and isinstance(stmt.test, ast.Compare) and len(stmt.test.ops) == 1:
+        # a helper outside pytest's assertion rewriting records no operands: its locals are them
+        sides = [helper.names.get(n.id) if isinstance(n, ast.Name) else None
+                 for n in (stmt.test.left, stmt.test.comparators[0])]
+        if all(sides):
+            compares = [{"path": at.path, "line": at.line, "left": sides[0], "right": sides[1]}]
+    r = _Reader(at, frames[i:], caller[0], caller[1], read)
+    return _assertion(r, new, {**detail, "compares": compares})
 
 
 def symptom(failure: Failure, read: Callable[[str], _TestFile | None]) -> Symptom | Dropped:

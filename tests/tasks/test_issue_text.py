@@ -163,7 +163,7 @@ PACKAGE = {
                 return True
         '''),
     "words/core.py": textwrap.dedent('''\
-        __all__ = ["pluralize", "ordinal", "reduceby", "memoize", "Tally", "parse_count", "clamp", "initials",
+        __all__ = ["Bag", "pluralize", "ordinal", "reduceby", "memoize", "Tally", "parse_count", "clamp", "initials",
                    "is_plural", "split_first", "TABLE"]
         _IRREGULAR = {"child": "children", "person": "people"}
 
@@ -238,8 +238,40 @@ PACKAGE = {
             head, _, tail = text.partition(" ")
             return head, tail.upper()
 
+        class Bag:
+            def __init__(self, *items):
+                self.items = list(items)
+
+            def add(self, x):
+                self.items.append(x)
+
+            def __contains__(self, x):
+                return x in self.items[1:]
+
+            def count(self, x):
+                return self.items[1:].count(x)
+
+            @staticmethod
+            def size_of(item):
+                return 2
+
+            def __repr__(self):
+                return type(self).__name__ + "(" + ", ".join(map(repr, self.items)) + ")"
+
+        class _Box:
+            def __init__(self, word):
+                self.word = word
+
+            def plural(self):
+                return pluralize(self.word)
+
 
         TABLE = {w: pluralize(w) for w in ("child", "cat")}
+        '''),
+    "tests/common.py": textwrap.dedent('''\
+        def assert_equal(expected, result):
+            print("Expected:", expected)
+            assert expected == result
         '''),
     "tests/test_words.py": textwrap.dedent('''\
         import unittest
@@ -248,8 +280,10 @@ PACKAGE = {
         import pytest
 
         import words
-        from words import Tally, memoize, reduceby
+        from words import Bag, Tally, memoize, reduceby
         from words.utils import raises
+        from words.core import _Box
+        from common import assert_equal
 
         PAIRS = [("child", "children"), ("cat", "cats")]
         ORDINALS = [(1, "st"), (2, "nd"), (3, "rd")]
@@ -435,6 +469,51 @@ PACKAGE = {
             def test_assert_raises(self):
                 with self.assertRaises(ValueError):
                     words.parse_count("-1")
+        def test_assert_in_a_shared_helper():
+            expected = "children"
+            result = words.pluralize("child")
+            assert_equal(expected, result)
+        def test_object_changed_after_it_was_made():
+            bag = Bag(1)
+            bag.add(2)
+            assert 1 in bag
+        def test_calls_in_earlier_asserts():
+            bag = Bag(1)
+            assert bag.add(2) is None
+            assert 1 in bag
+        def test_object_held_by_another():
+            inner = Bag(1)
+            outer = Bag(inner)
+            outer.add(inner.add(2))
+            assert 1 in inner
+        class MyBag(Bag):
+            pass
+        def test_object_of_the_tests_own_class():
+            bag = MyBag(1)
+            assert bag.size_of(None) == 1
+        def test_package_object_from_a_loop():
+            for bag in (Bag(1), Bag(1, 1)):
+                assert bag.count(1) >= 1
+        def test_private_class_in_the_setup():
+            box = _Box("child")
+            assert box.plural() == "children"
+        class TestCaseAttributes(unittest.TestCase):
+            Kind = Tally
+            DECORATOR = staticmethod(memoize)
+            REDUCE = staticmethod(reduceby)
+            def decorator(self, func, **kwargs):
+                return self.DECORATOR(func, **kwargs)
+            def reduce(self, key, seq):
+                return self.REDUCE(key, add, seq, int)
+            def test_one_line_helper_raising_in_the_package(self):
+                self.reduce(lambda x: x % 2, None)
+            def test_class_attribute_naming_a_class(self):
+                t = self.Kind(5)
+                t.add(1)
+                self.assertEqual(t.total(), 6)
+            def test_one_line_helper_method(self):
+                double = self.decorator(lambda x: 2 * x)
+                self.assertEqual(double(2), 4)
         '''),
 }
 
@@ -468,7 +547,7 @@ def said(failures, name: str) -> Symptom | Dropped:
     return symptom(failures[name], _read(failures["_root"]))
 
 
-PUBLIC = {"pluralize", "ordinal", "reduceby", "memoize", "Tally", "total", "parse_count", "clamp", "initials",
+PUBLIC = {"Bag", "size_of", "pluralize", "ordinal", "reduceby", "memoize", "Tally", "total", "parse_count", "clamp", "initials",
           "is_plural", "split_first"}
 
 CASES = {
@@ -521,6 +600,25 @@ CASES = {
         "Calling `words.is_plural('dogs')` returns `False`, but a true value was expected.",
     "TestUnittestStyle::test_assert_raises":
         "Calling `words.parse_count('-1')` does not raise `ValueError`, but it should.",
+    # the assert is in the suite's own helper (tabulate's `assert_equal` in test/common.py),
+    # outside pytest's assertion rewriting: the caller's values, the call that made `result`
+    "test_assert_in_a_shared_helper":
+        "Calling `words.pluralize('child')` returns `'childrens'`, but `'children'` was expected.",
+    # a class attribute naming the package's class (cachetools' `Cache = LRUCache`): its public name
+    "TestCaseAttributes::test_class_attribute_naming_a_class": "Calling `t.total()` returns `1`, but `6` was expected.",
+    # the test class's one-line helper (cachetools' `self.decorator(maxsize=2)`) returning a
+    # call of a `staticmethod` class attribute: the call it makes
+    "TestCaseAttributes::test_one_line_helper_method": "Calling `double(2)` returns `5`, but `4` was expected.",
+    # ... raising inside the package (cachetools' `self.decorator(lambda n: n)`): the caller's
+    # call inlined, where the lambda is the test's own
+    "TestCaseAttributes::test_one_line_helper_raising_in_the_package":
+        "Calling `words.core.reduceby(lambda x: x % 2, operator.add, None, int)` raises `TypeError: 'NoneType' "
+        "object is not iterable`, but no error was expected.",
+    # an object changed after it was made: the name after its making, never the constructor
+    "test_object_changed_after_it_was_made": "`bag` is `Bag(1, 2)`, but a value containing `1` was expected.",
+    # a staticmethod of the object (cachetools' `cache.getsizeof`) on an object of the test's
+    # own class (its `TTLTestCache`): the method, after the object's making and the class
+    "test_object_of_the_tests_own_class": "Calling `bag.size_of(None)` returns `2`, but `1` was expected.",
 }
 
 
@@ -569,6 +667,29 @@ def test_context_shows_setup_and_helpers(failures):
         write_issue([s], random.Random(0))
 
 
+def test_test_case_attributes_show_the_package_calls_they_make(failures):
+    s = said(failures, "TestCaseAttributes::test_class_attribute_naming_a_class")
+    assert s.context == ("t = words.core.Tally(5)", "t.add(1)")
+    s = said(failures, "test_object_changed_after_it_was_made")
+    assert s.context == ("bag = Bag(1)", "bag.add(2)")
+    s = said(failures, "test_calls_in_earlier_asserts")  # calls inside earlier asserts changed it too
+    assert s.context == ("bag = Bag(1)", "bag.add(2)") and s.text.startswith("`bag` is `Bag(1, 2)`")
+    s = said(failures, "test_object_of_the_tests_own_class")
+    assert s.context == ("bag = MyBag(1)", "class MyBag(Bag):\n    pass") and s.callee == "size_of"
+    s = said(failures, "TestCaseAttributes::test_one_line_helper_method")
+    assert s.context == ("double = words.core.memoize(lambda x: 2 * x)",)
+    assert (s.api, s.callee, s.file) == ("words.core.memoize", "memoize", "words/core.py")
+
+
+def test_unittest_operands_read_back_with_sorted_keys(failures):
+    """A record read back from the generator's journal has its keys sorted (`first`, `msg`,
+    `second`): the expected value is still `second`, never `msg`'s `None`."""
+    f = failures["TestUnittestStyle::test_assert_equal"]
+    sorted_back = Failure.from_record(f.nodeid, json.loads(json.dumps(
+        {"message": f.message, "entries": f.entries, "detail": f.detail}, sort_keys=True)))
+    assert symptom(sorted_back, _read(failures["_root"])).text == CASES["TestUnittestStyle::test_assert_equal"]
+
+
 def test_private_helper_is_shown_by_the_public_call(failures):
     s = said(failures, "test_parametrized_expected_on_the_left[child-children]")
     assert (s.api, s.callee) == ("words.pluralize", "pluralize")
@@ -578,6 +699,11 @@ def test_private_helper_is_shown_by_the_public_call(failures):
     ("test_no_call_of_the_package", "the assertion calls nothing of the package"),
     ("test_private_only", "the test calls only private functions of the package"),
     ("TestUnittestStyle::test_own_attribute", "the test uses attributes of its test case"),
+    ("test_private_class_in_the_setup", "the test calls a private function of the package"),
+    # its repr was read after the failure, and need not rebuild it (cachetools' LFU copies)
+    ("test_package_object_from_a_loop", "a variable has no printable value"),
+    # changed through `outer` (cachetools' stacked decorators): its own setup shows another object
+    ("test_object_held_by_another", "the object may have changed through another one"),
 ])
 def test_dropped_with_a_reason(failures, name, why):
     assert said(failures, name) == Dropped(why)
