@@ -119,23 +119,6 @@ def _shipped_suites():
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # 473 episodes: minutes alone, far more on a shared, loaded machine
-def test_oracle_gets_reward_1_on_every_builtin_task():
-    for suite in _shipped_suites():
-        # Without the `test` tool (the oracle then skips it: half the cost; the plan with tests
-        # is covered on the small suite above).
-        results = _run_all([lambda t=t, suite=suite: _episode(suite, t, "oracle", seed=0, rename=True, max_edits=1,
-                                                 tools=["read", "edit", "submit"])
-                            for t in suite.tasks])
-        failed = [(t.id, info.outcome, info.error, info.dropped_files)
-                  for t, (r, info, _) in zip(suite.tasks, results) if r != 1.0]
-        assert not failed, suite.name
-        fix = [info for t, (_, info, _) in zip(suite.tasks, results) if t.kind == "fix"]
-        assert all(info.first_edit_right for info in fix), suite.name
-        assert all(info.renamed for t, (_, info, _) in zip(suite.tasks, results) if t.function)
-
-
-@pytest.mark.slow
 def test_blind_rate_on_builtin_suite_is_what_the_suite_implies():
     for suite in _shipped_suites():
         fix_tasks = [t for t in suite.tasks if t.kind == "fix" and t.function and t.file]

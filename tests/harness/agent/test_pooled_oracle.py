@@ -48,3 +48,34 @@ def test_oracle_on_a_pool_of_one_matches_fresh_checks(backend, mixed_tasks, fres
     for traj in trajs:
         assert traj.reward == 1.0 and traj.info.outcome == "pass", (traj.task_id, traj.info)
         assert traj.info.check_tests == fresh_fixed[traj.task_id], traj.task_id
+
+
+def _shipped_suites() -> list[tasks.Suite]:
+    """The built-in suite and every other suite shipped under tasks/suites/."""
+    from pathlib import Path
+
+    from fixrl.tasks.suites import BUILTIN_SUITE
+
+    dirs = {Path(BUILTIN_SUITE).resolve()}
+    for root in tasks.suites.__path__:
+        dirs |= {d.resolve() for d in Path(root).iterdir() if (d / "tasks").is_dir()}
+    return [tasks.load_suite(d) for d in sorted(dirs)]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # 473 episodes: minutes alone, far more on a shared, loaded machine
+def test_oracle_gets_reward_1_on_every_shipped_task_in_a_pool(tiny_tokenizer):
+    """Every shipped task through the rollout path training uses (reused sandboxes, forking
+    checks), renamed, one edit, without the `test` tool (the oracle then skips it: half the
+    cost; the plan with tests is covered in tests/envs/test_env_scripted.py)."""
+    policy = ScriptedPolicy("oracle", tokenizer=tiny_tokenizer)
+    env = EnvConfig(rename=True, max_edits=1, tools=["read", "edit", "submit"])
+    for suite in _shipped_suites():
+        with SandboxPool(2, backend="local") as pool:
+            trajs = LocalRollouts(suite, env, pool=pool).run(policy, suite.tasks, 1, 0)
+        by_id = {t.id: t for t in suite.tasks}
+        failed = [(t.task_id, t.info.outcome, t.info.error, t.info.dropped_files) for t in trajs if t.reward != 1.0]
+        assert not failed, (suite.name, failed)
+        assert sorted(t.task_id for t in trajs) == sorted(by_id), suite.name
+        assert all(t.info.first_edit_right for t in trajs if by_id[t.task_id].kind == "fix"), suite.name
+        assert all(t.info.renamed for t in trajs if by_id[t.task_id].function), suite.name
