@@ -1,7 +1,8 @@
 """The oracle on a rollout pool of size 1 over a mixed sequence of tasks from four package
 layouts (tests/layouts.py): every episode is rewarded, and its verdict is the one a fresh
 sandbox gives the reference fix, test by test -- on the local backend (the pool's reused
-forking check sandbox) and on Docker (a reused agent container, a new check container)."""
+forking check sandbox) and on Docker (a reused agent container, a new check container). And
+the oracle on every shipped task through the same pooled path: reward 1 each."""
 from __future__ import annotations
 
 import itertools
