@@ -18,11 +18,11 @@ interpreter's hash seed with the other forks of that sandbox; a fresh interprete
 """
 from __future__ import annotations
 
+import compileall
 import json
 import logging
 import py_compile
 import shlex
-import sys
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -211,26 +211,15 @@ def pytest_args(parsed: PytestCommand, plugins: bool = True) -> list[str]:
     return args + (["-p", PLUGIN, "-p", COVER_PLUGIN] if plugins else []) + ["-vvv", "--tb=long"]
 
 
-def compile_workspace(work: Path) -> int:
+def compile_workspace(work: Path) -> bool:
     """Byte-compile every .py file of the repository copy `work` where an import looks for it
-    (`__pycache__`, this interpreter's tag), checked by the hash of its source (PEP 552) rather
-    than its time stamp, which a sandbox's copy does not keep. A run still imports the
-    repository's modules afresh, but no longer compiles the unchanged ones: a file a mutant
-    replaced no longer matches its hash and is compiled from its new text. Returns how many
-    files were compiled (one that does not compile is left out, as an import would find it)."""
-    tag = sys.implementation.cache_tag
-    n = 0
-    for src in sorted(work.rglob("*.py")) if tag else []:
-        if not src.is_file() or "__pycache__" in src.parts:
-            continue
-        cfile = src.parent / "__pycache__" / f"{src.stem}.{tag}.pyc"
-        try:
-            py_compile.compile(str(src), cfile=str(cfile), dfile=f"{WORKDIR}/{src.relative_to(work).as_posix()}",
-                               doraise=True, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
-            n += 1
-        except (py_compile.PyCompileError, OSError, ValueError, RecursionError) as e:
-            log.debug("not compiled: %s (%s)", src, e)
-    return n
+    (`__pycache__`), checked by the hash of its source (PEP 552) rather than its time stamp,
+    which a sandbox's copy does not keep; tracebacks name the files where runs see them. A run
+    still imports the repository's modules afresh, but no longer compiles the unchanged ones: a
+    file a mutant replaced no longer matches its hash and is compiled from its new text. A file
+    that does not compile is left out, as an import would find it. False when one did not."""
+    return bool(compileall.compile_dir(str(work), ddir=WORKDIR, force=True, quiet=2,
+                                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH))
 
 
 def exec_command(parsed: PytestCommand, args: list[str], env: dict[str, str]) -> str:

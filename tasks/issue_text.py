@@ -405,35 +405,6 @@ def _returned(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr | None:
     return body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
 
 
-def _method_arguments(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> dict[str, ast.expr] | None:
-    """Parameter -> expression for a call of a test class's method (`self` stays `self`; extra
-    keywords go to its `**kwargs` as a dict); None when the call does not bind simply."""
-    a = fn.args
-    params = [x.arg for x in a.posonlyargs + a.args]
-    if not params or params[0] != "self" or a.vararg is not None or \
-            any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
-        return None
-    params = params[1:]
-    if len(call.args) > len(params):
-        return None
-    out: dict[str, ast.expr] = {"self": ast.Name("self", ast.Load())}
-    out.update(zip(params, call.args))
-    known = set(params) | {x.arg for x in a.kwonlyargs}
-    extra = [k for k in call.keywords if k.arg not in known]
-    if extra and a.kwarg is None:
-        return None
-    out.update((k.arg, k.value) for k in call.keywords if k.arg in known)
-    defaults = dict(zip(params[len(params) - len(a.defaults):], a.defaults))
-    defaults.update((x.arg, d) for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
-    for name in known - set(out):
-        if name not in defaults:
-            return None
-        out[name] = defaults[name]
-    if a.kwarg is not None:
-        out[a.kwarg.arg] = ast.Dict([ast.Constant(k.arg) for k in extra], [k.value for k in extra])
-    return out
-
-
 # ---------------------------------------------------------------------------------------------
 # Reading one failure
 
@@ -510,7 +481,7 @@ class _Reader:
             return None
         fn = self._method(self.names.get(dotted) or {})
         ret = _returned(fn) if fn is not None else None
-        values = _method_arguments(fn, call) if ret is not None else None
+        values = _arguments(fn, call, method=True) if ret is not None else None
         return _Replace(values).visit(copy.deepcopy(ret)) if values is not None else None
 
     def api_calls(self, node: ast.AST) -> list[tuple[ast.Call, dict, str]]:
@@ -1337,25 +1308,38 @@ def _frame_statement(frame: _Frame, read: Callable[[str], _TestFile | None]) -> 
     return (tf, scope, stmt) if stmt is not None else None
 
 
-def _arguments(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> dict[str, ast.expr] | None:
+def _arguments(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, method: bool = False
+               ) -> dict[str, ast.expr] | None:
     """Parameter name -> the expression `call` passes for it (a default when it passes none);
-    None when the call spreads `*args` / `**kwargs` or leaves a parameter unbound."""
+    None when the call spreads `*args` / `**kwargs` or leaves a parameter unbound. `method`: a
+    call of a test class's method (`self.helper(...)`): its first parameter must be `self` and
+    stays `self`, and extra keywords go to its `**kwargs` as a dict (a plain helper function
+    with `**kwargs` is not bound)."""
     a = fn.args
-    if a.vararg is not None or a.kwarg is not None or any(isinstance(x, ast.Starred) for x in call.args) \
-            or any(k.arg is None for k in call.keywords):
+    params = [x.arg for x in a.posonlyargs + a.args]
+    out: dict[str, ast.expr] = {}
+    if method:
+        if not params or params[0] != "self":
+            return None
+        params, out["self"] = params[1:], ast.Name("self", ast.Load())
+    if a.vararg is not None or (a.kwarg is not None and not method) or len(call.args) > len(params) \
+            or any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
         return None
-    positional = [x.arg for x in a.posonlyargs + a.args]
-    if len(call.args) > len(positional):
+    out.update(zip(params, call.args))
+    known = params + [x.arg for x in a.kwonlyargs]
+    extra = [k for k in call.keywords if k.arg not in known]
+    if extra and a.kwarg is None:
         return None
-    out: dict[str, ast.expr] = dict(zip(positional, call.args))
-    out.update((k.arg, k.value) for k in call.keywords if k.arg is not None)
-    defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+    out.update((k.arg, k.value) for k in call.keywords if k.arg in known)
+    defaults = dict(zip(params[len(params) - len(a.defaults):], a.defaults))
     defaults.update((x.arg, d) for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
-    for name in positional + [x.arg for x in a.kwonlyargs]:
+    for name in known:
         if name not in out:
             if name not in defaults:
                 return None
             out[name] = defaults[name]
+    if a.kwarg is not None:
+        out[a.kwarg.arg] = ast.Dict([ast.Constant(k.arg) for k in extra], [k.value for k in extra])
     return out
 
 
