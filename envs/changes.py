@@ -20,7 +20,7 @@ import difflib
 import re
 from pathlib import PurePosixPath
 
-from fixrl.tasks.policy import SHADOW_NAMES, new_file_problem
+from fixrl.tasks.check.rules import SHADOW_NAMES, new_file_problem
 
 __all__ = ["SHADOW_NAMES", "added_text", "bad_new_file", "safe_relpath", "suspicious"]
 

@@ -35,10 +35,10 @@ from fixrl.envs.types import EpisodeInfo, ExitStatus, Malformed, StepResult, Too
 from fixrl.sandbox import open_sandbox
 from fixrl.sandbox.base import Sandbox, SandboxError
 from fixrl.tasks import is_test_path
-from fixrl.tasks import policy as tpol
-from fixrl.tasks.guard import GuardSpec, spec_for
-from fixrl.tasks.judge import judge_tree
-from fixrl.tasks.schema import Task
+from fixrl.tasks.check import rules as tpol
+from fixrl.tasks.check.guard import GuardSpec, spec_for
+from fixrl.tasks.check.judge import judge_tree
+from fixrl.tasks.format.schema import Task
 
 log = logging.getLogger(__name__)
 
@@ -406,7 +406,7 @@ class ToolEnv:
 
     def policy_refusal(self, path: str, after: str | None) -> str | None:
         """Judge the agent's change of `path` (as it sees it, renamed) to `after` (None: deleted)
-        by the task's change policy (tasks.policy), against the file's original. None when it
+        by the task's change policy (tasks.check.rules), against the file's original. None when it
         complies; else the refusal to show the agent, the refusal counted against the edit budget
         (whatever `count_failed_edits` says). Tools call it before writing anything. Test files
         pass: they never reach the check (`carried_changes` drops them), and editing them is what
@@ -586,7 +586,7 @@ class ToolEnv:
                 else:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_text(text, encoding="utf-8")
-            # The same preparation, sandbox kind and runner as `tasks.validate` (tasks.judge).
+            # The same preparation, sandbox kind and runner as `tasks.check.validate` (tasks.check.judge).
             return judge_tree(self.task, ws, self._open_check_sandbox, info.answer, guard=guard)
 
     def _policy_violations(self, carried: dict[str, str | None]) -> list[str]:
@@ -598,7 +598,7 @@ class ToolEnv:
 
     def _guard_spec(self, carried: dict[str, str | None]) -> GuardSpec:
         """The check's runtime guard allowances for the carried files: what each one's buggy
-        original or the reference fix of it does (tasks.guard)."""
+        original or the reference fix of it does (tasks.check.guard)."""
         ctx = tpol.for_task(self.task)
         ref = reference(self.task) if self.task.fix else None
         changes = {path: (ctx.original(path), ref.fixed.get(path) if ref else None)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fixrl import tasks
 from fixrl.envs.changes import added_text
-from fixrl.tasks.schema import Task
+from fixrl.tasks.format.schema import Task
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ snippets: that is what makes them cheap baselines, not what a model can do.
   `run_tests=False`), submit; question tasks: read, then submit the reference answer.
 - blind: no reads; pick a bug family uniformly from the suite's families and type the suite's
   usual repair for it (`suite.yaml: family_edits`); on suites without those, apply the family's
-  typical repair (`tasks.mutate.repair`) to the function as one edit, or type the family's usual
-  fix (`tasks.mutate.GUESSES`) where the repair has no site; then submit.
+  typical repair (`tasks.generate.mutate.repair`) to the function as one edit, or type the family's usual
+  fix (`tasks.generate.mutate.GUESSES`) where the repair has no site; then submit.
 - random: random tool calls with plausible arguments (a random one-line edit among them), then
   submit at a random point.
 """
@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from fixrl.envs.reference import next_edit, reference, shrink_edit
 from fixrl.envs.types import ToolCall
-from fixrl.tasks.mutate import GUESSES, OPERATORS, repair
+from fixrl.tasks.generate.mutate import GUESSES, OPERATORS, repair
 
 if TYPE_CHECKING:  # pragma: no cover
     from fixrl.envs.env import ToolEnv
-    from fixrl.tasks.schema import FamilyEdit, Task
+    from fixrl.tasks.format.schema import FamilyEdit, Task
 
 
 class Plan(Protocol):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from fixrl.sandbox.base import Sandbox
-    from fixrl.tasks.schema import Task
+    from fixrl.tasks.format.schema import Task
 
 ExitStatus = Literal["submitted", "out_of_turns", "out_of_tokens", "malformed", "error"]
 Outcome = Literal["pass", "fail", "error"]
@@ -76,7 +76,7 @@ class EpisodeInfo:
     could shadow modules, changes that reach for the test runner; see envs.changes)."""
     policy_violations: list[str] = field(default_factory=list)
     """Why the submitted changes broke the task's change policy ("rule: path:line: message",
-    tasks.policy); non-empty means the episode failed without running the check."""
+    tasks.check.rules); non-empty means the episode failed without running the check."""
     sample: int | None = None
     """Which of a task's n episodes this is (0..n-1); set by the agent loop."""
     seed: int | None = None

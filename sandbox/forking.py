@@ -10,7 +10,7 @@ environment, its output in a file under /tmp and a CPU limit, and exits with the
 return value. The child starts from the zygote's memory, which never held repository code:
 the zygote's sys.path has neither WORKDIR nor its own directory, and it never changes into
 WORKDIR. The serving loop keeps each request in a function's frame, not in module globals a
-child could read (requests carry no secret anyway: tasks.check_runner's verdict rests on
+child could read (requests carry no secret anyway: tasks.check.runner's verdict rests on
 none). The call's output file is read only if it is still a regular file (a FIFO or a link
 planted there is no output, and never blocks the host).
 

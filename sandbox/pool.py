@@ -184,7 +184,7 @@ class SandboxPool:
         """Start sandboxes (in parallel) until the pool holds `size` idle ones, so the first
         episodes do not pay for start-up; returns how many were started. `workspace` is any
         directory to start them on (each acquire resets to its own). With `check_prelude`
-        (tasks.check.PRELUDE), the local backend's check sandboxes are started too, their
+        (tasks.check.run.PRELUDE), the local backend's check sandboxes are started too, their
         interpreters having run it."""
         if self._closed:
             raise SandboxError("the sandbox pool is closed")

@@ -17,7 +17,7 @@ def write_mutant_suite(root: Path, *, source: str, public_tests: str, hidden_tes
                        picks: list[tuple[str, str, str, str | None]], suite: dict[str, Any]) -> Path:
     """`source` is ops.py; picks are (task id, function, family, split or None for the suite's
     default); `suite` is the suite.yaml content (its defaults must name `repo: repo`)."""
-    from fixrl.tasks.mutate import OPERATORS
+    from fixrl.tasks.generate.mutate import OPERATORS
 
     (root / "repo" / "tests").mkdir(parents=True)
     (root / "repo" / "ops.py").write_text(source)

@@ -32,7 +32,7 @@ from fixrl.harness.agent.policies import TimedPolicy
 from fixrl.harness.agent.tiny import cache_dir, init_tiny, make_tiny_suite
 from fixrl.sandbox import SandboxConfig
 from fixrl.sandbox.bench import BenchError
-from fixrl.tasks.check import PRELUDE
+from fixrl.tasks.check.run import PRELUDE
 
 
 @dataclass

@@ -13,7 +13,7 @@ reports it, never as an invalid task). `fn` must be importable on every node (a 
 function of fixrl or of an installed package), as any reward function.
 
 `TaskMap.submit` starts one call and returns its future (for callers that decide as results
-arrive); `RayRunner` is the generator's Runner (tasks.gen_exec) on a cluster: each test run of
+arrive); `RayRunner` is the generator's Runner (tasks.generate.execute) on a cluster: each test run of
 `fixrl tasks generate --ray` runs on a worker, in that node's copy of the generator's workspace.
 """
 from __future__ import annotations
@@ -99,7 +99,7 @@ def in_tree(task: Task, pool: SandboxPool, fn: Callable[..., Any], *args: Any) -
 
 
 class RayRunner:
-    """tasks.gen_exec.Runner on a Ray cluster: `fn(workspace, pool, *args)` on the workers, each in
+    """tasks.generate.execute.Runner on a Ray cluster: `fn(workspace, pool, *args)` on the workers, each in
     its node's copy of `workspace` (shipped once per node, content-addressed) with the node's
     sandbox pool. `width` is the cluster's sandbox slots when it opened."""
 

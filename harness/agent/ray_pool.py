@@ -43,7 +43,7 @@ from fixrl.harness.agent.ray_worker import (
 )
 from fixrl.sandbox import SandboxConfig, SandboxError
 from fixrl.tasks import GitRepo, Task
-from fixrl.tasks.loader import repo_path
+from fixrl.tasks.format.loader import repo_path
 
 log = logging.getLogger(__name__)
 

@@ -47,8 +47,8 @@ from fixrl.harness.agent.local import LocalEnvSide
 from fixrl.sandbox import BACKENDS, DEFAULT_IMAGE, ExecResult, SandboxError, SandboxPool, reaper
 from fixrl.sandbox import docker as docker_backend
 from fixrl.tasks import Suite, Task
-from fixrl.tasks.loader import field_text
-from fixrl.tasks.materialize import copy_repo
+from fixrl.tasks.format.loader import field_text
+from fixrl.tasks.format.materialize import copy_repo
 
 TREE_DAYS = 7
 """Days a shipped repository stays in a node's cache unused."""

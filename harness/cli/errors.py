@@ -16,8 +16,8 @@ from fixrl.harness.agent.precision import PrecisionError
 from fixrl.harness.agent.rollout import TemplateError
 from fixrl.sandbox import SandboxConfigError, SandboxError
 from fixrl.sandbox.bench import BenchError
-from fixrl.tasks.generate import GenerateError
-from fixrl.tasks.loader import TaskError
+from fixrl.tasks.format.loader import TaskError
+from fixrl.tasks.generate.pipeline import GenerateError
 from fixrl.train.errors import DataError, ModelError, RunError
 
 

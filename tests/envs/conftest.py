@@ -24,7 +24,7 @@ def make_env(mini_suite):
 
     def make(task_id: str = "clamp-minmax", backend: str = "local", seed: int = 0,
              check_sandbox=None, policy: dict | None = None, **config):
-        from fixrl.tasks.schema import ChangePolicy
+        from fixrl.tasks.format.schema import ChangePolicy
 
         task = mini_suite.get(task_id)
         if policy is not None:  # the task with another change policy (a copy: the suite is shared)

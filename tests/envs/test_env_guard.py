@@ -12,7 +12,7 @@ import pytest
 
 from fixrl.envs import ToolCall
 from fixrl.sandbox import SandboxPool
-from fixrl.tasks.schema import POLICY_RULES
+from fixrl.tasks.format.schema import POLICY_RULES
 
 BUGGY_LINE = "    return max(lo, max(x, hi))\n"
 # builtins without naming them: getattr is a builtin function, its __self__ the module

@@ -53,7 +53,7 @@ def test_oracle_without_tests_submits_straight_after_its_fix(mini_suite):
 
 def _blind_fixes(task, family) -> bool:
     """Whether the family's blind repair of the buggy file is the reference fix (AST-equal)."""
-    from fixrl.tasks.mutate import repair
+    from fixrl.tasks.generate.mutate import repair
 
     ref = reference(task)
     path = task.file

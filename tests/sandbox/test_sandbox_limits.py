@@ -12,8 +12,8 @@ from sandboxkit import BACKENDS
 from fixrl.sandbox import Limits, open_sandbox
 from fixrl.sandbox import cgroup as cg
 from fixrl.sandbox.forking import ForkingSandbox
-from fixrl.tasks.check import run_check
-from fixrl.tasks.schema import Task
+from fixrl.tasks.check.run import run_check
+from fixrl.tasks.format.schema import Task
 
 SUITE = '''\
 import concurrent.futures, multiprocessing, os, subprocess, sys, tempfile, threading

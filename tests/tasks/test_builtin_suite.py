@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from fixrl.tasks import load_suite
-from fixrl.tasks.mutate import OPERATORS, repair
+from fixrl.tasks.generate.mutate import OPERATORS, repair
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def test_sizes(suite):
 
 
 def test_repository_has_enough_functions_and_tests(builtin_suite):
-    from fixrl.tasks.mutate import list_functions
+    from fixrl.tasks.generate.mutate import list_functions
 
     repo = builtin_suite / "repo"
     modules = sorted((repo / "minicalc").glob("*.py"))
@@ -90,7 +90,7 @@ def test_generated_checks_name_their_tests(suite):
 def test_blind_repair_fixes_only_some(suite):
     """The family's blind repair applied to the buggy file restores the clean one for some
     tasks and not for all: the suite rewards reading, not guessing."""
-    from fixrl.tasks.loader import repo_path
+    from fixrl.tasks.format.loader import repo_path
 
     fixed = 0
     tasks = generated(suite)

@@ -15,11 +15,11 @@ from fixrl.harness.cli.flags import add_config_flags, given_fields
 BENCHES = {
     "sandbox": ("fixrl.sandbox.bench", "tool-call latency, reset and start-up against plain `docker exec`"),
     "rollout": ("fixrl.harness.agent.bench_rollout", "episodes/min and tokens/s, batched against one at a time"),
-    "check": ("fixrl.tasks.bench_check", "seconds per hidden check with the runtime guard against without it"),
+    "check": ("fixrl.tasks.check.bench", "seconds per hidden check with the runtime guard against without it"),
     "logprobs": ("fixrl.train.bench_logprobs", "peak memory and time of reply log-probs against naive paths"),
     "grpo-step": ("fixrl.train.bench_grpo", "one whole GRPO update at Qwen2.5 sizes on the CPU, and the memory model"),
     "gpu": ("fixrl.train.bench_gpu", "the T4 check: fp16 GRPO updates at 0.5B/1.5B/3B under a 15 GB cap (CUDA)"),
-    "generate": ("fixrl.tasks.gen_bench", "generator candidates/min: covering tests against the whole suite"),
+    "generate": ("fixrl.tasks.generate.bench", "generator candidates/min: covering tests against the whole suite"),
 }
 
 

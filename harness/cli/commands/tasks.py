@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from fixrl.harness.cli import UserError
-from fixrl.tasks.generate import generate as generate_tasks
-from fixrl.tasks.generate import print_report
-from fixrl.tasks.loader import (
+from fixrl.tasks.check.rules import reference_violations
+from fixrl.tasks.check.validate import validate_suite
+from fixrl.tasks.format.loader import (
     TaskError,
     find_suite_dir,
     load_suite_config,
@@ -21,12 +21,12 @@ from fixrl.tasks.loader import (
     load_tasks,
     task_defaults,
 )
-from fixrl.tasks.mutate import OPERATORS
-from fixrl.tasks.policy import reference_violations
-from fixrl.tasks.scaffold import new_task
-from fixrl.tasks.schema import Suite
-from fixrl.tasks.swebench import export_suite, import_instances
-from fixrl.tasks.validate import validate_suite
+from fixrl.tasks.format.scaffold import new_task
+from fixrl.tasks.format.schema import Suite
+from fixrl.tasks.format.swebench import export_suite, import_instances
+from fixrl.tasks.generate.mutate import OPERATORS
+from fixrl.tasks.generate.pipeline import generate as generate_tasks
+from fixrl.tasks.generate.pipeline import print_report
 
 
 def _positive_int(text: str) -> int:

@@ -15,7 +15,7 @@ from fixrl.envs import EnvConfig
 from fixrl.harness.agent.local import LocalRollouts
 from fixrl.harness.agent.policies.scripted import ScriptedPolicy
 from fixrl.sandbox import SandboxPool, open_sandbox
-from fixrl.tasks.judge import judge_tree
+from fixrl.tasks.check.judge import judge_tree
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ from fixrl import tasks as tasks_pkg
 from fixrl.harness.agent.ray_map import TaskMap
 from fixrl.harness.agent.ray_pool import WorkerPool
 from fixrl.sandbox import SandboxConfig, SandboxPool
+from fixrl.tasks.check.validate import validate_task
 from fixrl.tasks.suites import BUILTIN_SUITE
-from fixrl.tasks.validate import validate_task
 
 pytestmark = pytest.mark.ray
 
@@ -50,7 +50,7 @@ def test_generation_on_the_cluster_equals_one_process(ray_cluster, tmp_path):
     from genkit import make_shop_repo
 
     from fixrl.harness.agent.ray_map import RayRunner
-    from fixrl.tasks.generate import generate
+    from fixrl.tasks.generate.pipeline import generate
 
     repo = make_shop_repo(tmp_path)
     opts = {"seed": 2, "validate": False, "progress": False, "max_per_function": 2}

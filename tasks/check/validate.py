@@ -1,0 +1,356 @@
+"""Is a task sound? Its check must fail on the bug and pass with the reference fix, every time.
+
+`validate_task(task, pool, repeats)` runs, in sandboxes from `pool`:
+- the bug applies (and the fix applies on top of it);
+- the public test command runs on the buggy state (not a timeout, not "no tests collected",
+  not a usage error or a missing command);
+- fix tasks: the reference fix passes the task's change policy (tasks.check.rules, judged on the
+  host before anything runs; rules the task or suite relaxes are not applied);
+- fix tasks: the check FAILS on the buggy state and PASSES on the fixed state;
+  question tasks: the check PASSES with the reference answer and FAILS with a wrong (empty) one;
+- each state is judged `repeats` times: the same verdict every time, else the task is flagged
+  flaky. A check that times out makes the task invalid.
+
+The public tests run in a sandbox of the agent's kind (`pool.acquire`); every check runs through
+`tasks.check.judge.judge_tree` in the pool's check sandboxes (`pool.check_sandbox`: reused forking
+sandboxes on the local backend, a new container on Docker), exactly as rollouts judge an
+episode, so that a valid task is one whose reference fix passes in training.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from fixrl.sandbox.base import SandboxError
+from fixrl.sandbox.pool import SandboxPool
+from fixrl.tasks.check.guard import GuardSpec, spec_between
+from fixrl.tasks.check.judge import judge_tree
+from fixrl.tasks.check.rules import judge_changes, relax_hint, repo_modules, tree_changes
+from fixrl.tasks.check.run import CheckResult
+from fixrl.tasks.check.validate_cache import ValidationCache
+from fixrl.tasks.format.loader import TaskError, field_text, load_suite_lenient
+from fixrl.tasks.format.materialize import changed_paths, is_test_path, materialize, run_setup
+from fixrl.tasks.format.pytest_command import parse_pytest_command
+from fixrl.tasks.format.schema import Suite, Task
+
+if TYPE_CHECKING:
+    from fixrl.sandbox.pool import SandboxPool
+
+_PYTEST_EXIT = {2: "interrupted (collection errors?)", 3: "internal error", 4: "usage error",
+                5: "no tests collected"}
+
+
+@dataclass
+class ValidationResult:
+    task_id: str
+    ok: bool
+    reasons: list[str] = field(default_factory=list)
+    """Why the task is invalid (empty when ok)."""
+    flaky: bool = False
+    """Some state got different verdicts on repeated runs."""
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    """Problems that do not make the task invalid (e.g. a check file the agent can read)."""
+    verdicts: dict[str, list[str]] = field(default_factory=dict)
+    """State label -> the check's outcome on each run."""
+    file: str | None = None
+    cached: bool = False
+    """Read back from the suite's validation cache (`tasks.check.validate_cache`), not run again."""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class _Run:
+    label: str
+    workspace: Path
+    answer: str | None
+    expect: str
+    guard: GuardSpec | None = None
+    """The files this state changes from the buggy one (the runtime guard's allowances)."""
+
+
+def _public_tests(task: Task, sb) -> str | None:
+    """Why the public test command does not run properly, or None."""
+    res = sb.exec(task.public_tests, timeout=task.limits.tool_timeout)
+    tail = res.output.strip()[-300:]
+    if res.timed_out:
+        return f"public test command {task.public_tests!r} timed out after {task.limits.tool_timeout:g}s"
+    if parse_pytest_command(task.public_tests) is not None and res.exit_code in _PYTEST_EXIT:
+        what = _PYTEST_EXIT[res.exit_code]
+        hint = " (does the repository have tests?)" if res.exit_code == 5 else ""
+        return f"public test command {task.public_tests!r} exited {res.exit_code}: {what}{hint}: {tail}"
+    if res.exit_code in (126, 127):
+        return f"public test command {task.public_tests!r} could not run (exit {res.exit_code}): {tail}"
+    return None
+
+
+def _public_problems(task: Task, pool: SandboxPool, tree: Path) -> list[str]:
+    """Why the public test command does not run on `tree` in an agent's kind of sandbox
+    (setup included). Raises SandboxError."""
+    with pool.acquire(tree, image=task.image) as sb:
+        try:
+            run_setup(task, sb)
+        except TaskError as e:
+            return [str(e)]
+        problem = _public_tests(task, sb)
+        return [problem] if problem else []
+
+
+def _judge(task: Task, pool: SandboxPool, run: _Run, repeats: int) -> tuple[list[CheckResult], list[str]]:
+    """Judge one state `repeats` times in the check sandboxes rollouts use (`tasks.check.judge`):
+    (results, problems). Raises SandboxError."""
+
+    results: list[CheckResult] = []
+    open_check = functools.partial(pool.check_sandbox, image=task.image)
+    tree = run.workspace.with_name(run.workspace.name + "-check")  # judge_tree clears check paths in it
+    if not tree.exists():
+        shutil.copytree(run.workspace, tree, symlinks=True)
+    for _ in range(repeats):
+        try:
+            res = judge_tree(task, tree, open_check, run.answer, guard=run.guard)
+        except TaskError as e:
+            return results, [str(e)]
+        if res.outcome == "error":
+            raise SandboxError(res.reason)
+        results.append(res)
+        if res.timed_out:
+            break  # K timeouts in a row would only cost K times the time
+    return results, []
+
+
+def _judge_retrying(task: Task, pool: SandboxPool, run: _Run, repeats: int, public: bool,
+                    reasons: list[str]) -> list[CheckResult]:
+    """`_judge` (after the public tests, for the first state), once more if the sandbox itself failed."""
+
+    last: Exception | None = None
+    for _ in range(2):
+        try:
+            problems = _public_problems(task, pool, run.workspace) if public else []
+            results, more = _judge(task, pool, run, repeats)
+        except SandboxError as e:
+            last = e
+            continue
+        reasons.extend(problems + more)
+        return results
+    reasons.append(f"sandbox error on the {run.label} (after a retry): {last}")
+    return []
+
+
+def validate_task(task: Task, pool: SandboxPool, repeats: int = 3) -> ValidationResult:
+    """Validate one task in sandboxes from `pool` (see the module docstring for what is checked)."""
+    start = time.monotonic()
+    out = ValidationResult(task.id, ok=False, file=str(task.source_file) if task.source_file else None)
+    repeats = max(1, int(repeats))
+    with tempfile.TemporaryDirectory(prefix="fixrl-validate-") as tmp:
+        try:
+            buggy = materialize(task, Path(tmp) / "buggy", "buggy")
+            fixed = materialize(task, Path(tmp) / "fixed", "fixed") if task.kind == "fix" else None
+        except TaskError as e:
+            out.reasons.append(str(e))
+            out.seconds = time.monotonic() - start
+            return out
+        out.reasons += _location_problems(task, buggy)
+        if fixed is not None:
+            out.reasons += _policy_problems(task, buggy, fixed)
+        out.warnings += _visible_check_files(task, buggy)
+        if task.kind == "fix":
+            runs = [_Run("buggy state", buggy, None, "fail"),
+                    _Run("reference fix", fixed, None, "pass", spec_between(buggy, fixed))]
+        else:
+            runs = [_Run("reference answer", buggy, task.answer or "", "pass"),
+                    _Run("wrong (empty) answer", buggy, "", "fail")]
+        for n, run in enumerate(runs):
+            results = _judge_retrying(task, pool, run, repeats, public=(n == 0), reasons=out.reasons)
+            out.verdicts[run.label] = [r.outcome for r in results]
+            if not results:
+                continue
+            timed = [r for r in results if r.timed_out]
+            if timed:
+                out.reasons.append(f"check timed out after {task.check.timeout:g}s on the {run.label}")
+                continue
+            verdicts = {r.outcome for r in results}
+            if len(verdicts) > 1:
+                out.flaky = True
+                n_pass = sum(r.outcome == "pass" for r in results)
+                out.reasons.append(f"flaky: the check passed {n_pass} of {len(results)} runs on the {run.label}")
+                continue
+            got = results[0]
+            if got.outcome != run.expect:
+                out.reasons.append(_wrong_verdict(task, run, got))
+    out.ok = not out.reasons
+    out.seconds = time.monotonic() - start
+    return out
+
+
+def _visible_check_files(task: Task, buggy: Path) -> list[str]:
+    """Warnings for hidden check files the agent can read in the buggy repository.
+
+    A check file identical to the clean repository's own *test* file at its path is not hidden
+    at all: it is one of the repository's tests, which the public test command runs anyway (the
+    generator's checks are made of such files), so it is no leak and gets no warning. A leak is
+    a check file whose text the agent can read although it is not such a test: one identical to
+    a non-test file at its path (an answer checker left in the repository), one the bug itself
+    writes into the repository (`bug` / `bug_files`), or one whose text is in the buggy
+    repository under another path."""
+    written = set(task.bug_files)
+    if task.bug is not None:
+        written.update(changed_paths(field_text(task, task.bug)))
+    copies: _ContentIndex | None = None
+    warnings: list[str] = []
+    for dest, value in task.check.files.items():
+        text = field_text(task, value)
+        at = buggy / dest
+        if at.is_file() and not at.is_symlink() and at.read_text(errors="replace") == text:
+            if dest in written:
+                warnings.append(f"check file {dest} is written into the buggy repository by the task's bug: "
+                                "the agent can read it")
+            elif not is_test_path(dest):
+                warnings.append(f"check file {dest} is already in the buggy repository: the agent can read it")
+            continue
+        if not text.strip():
+            continue  # an empty __init__.py reveals nothing, and empty files are everywhere
+        copies = copies or _ContentIndex(buggy)
+        elsewhere = copies.find(text.encode("utf-8"))
+        if elsewhere:
+            warnings.append(f"check file {dest} is in the buggy repository as {elsewhere}: the agent can read it")
+    return warnings
+
+
+class _ContentIndex:
+    """The buggy tree's regular files by size, to find a check file's text under another path
+    without reading every file (only those of the same size are compared)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.by_size: dict[int, list[Path]] = {}
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                self.by_size.setdefault(path.stat().st_size, []).append(path)
+
+    def find(self, data: bytes) -> str | None:
+        for path in self.by_size.get(len(data), []):
+            if path.read_bytes() == data:
+                return path.relative_to(self.root).as_posix()
+        return None
+
+
+def _location_problems(task: Task, buggy: Path) -> list[str]:
+    """`file` must exist and define `function`: per-episode renaming depends on them."""
+    if task.file is None:
+        return ["field 'function': renaming needs `file` too"] if task.function else []
+    path = buggy / task.file
+    if not path.is_file():
+        return [f"field 'file': {task.file} is not in the buggy repository"]
+    if task.function:
+        name = task.function.rsplit(".", 1)[-1]
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if not re.search(rf"^\s*(async\s+)?def\s+{re.escape(name)}\s*\(", text, re.MULTILINE):
+            return [f"field 'function': no function {name!r} is defined in {task.file}"]
+    return []
+
+
+def _policy_problems(task: Task, buggy: Path, fixed: Path) -> list[str]:
+    """The reference fix must pass the task's change policy (rules the task relaxes aside),
+    or a trained agent is refused the very change that fixes the bug."""
+    violations = judge_changes(tree_changes(buggy, fixed), task.policy, repo_modules(buggy))
+    if not violations:
+        return []
+    listed = "; ".join(str(v) for v in violations[:5])
+    if len(violations) > 5:
+        listed += f" (and {len(violations) - 5} more)"
+    return [f"the reference fix breaks the change policy: {listed} {relax_hint(violations)}"]
+
+
+def _wrong_verdict(task: Task, run: _Run, got: CheckResult) -> str:
+    if run.expect == "fail":
+        if task.kind == "fix":
+            return "check passes on the buggy state: it does not detect the bug"
+        return "check passes with a wrong (empty) answer: it does not verify the answer"
+    what = "with the reference fix" if task.kind == "fix" else "with the reference answer"
+    return f"check fails {what}: {got.reason}"
+
+
+def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2, repeats: int = 3,
+                   task_ids: list[str] | None = None, image: str | None = None,
+                   progress: Callable[[ValidationResult], None] | None = None, cache: bool = False,
+                   note: Callable[[str], None] | None = None) -> list[ValidationResult]:
+    """Validate every task of a suite (a Suite, or a path: then bad task files are results too,
+    one per file), `jobs` tasks at a time in a pool of as many sandboxes.
+
+    cache: reuse the results of tasks validated before with the same inputs, and store the new
+    ones (`tasks.check.validate_cache`, in the suite directory); reused results have `cached` set.
+    note: receives warnings about the cache (unreadable, unwritable)."""
+
+    results: list[ValidationResult] = []
+    if isinstance(suite, Suite):
+        tasks, suite_dir = list(suite.tasks), suite.dir
+    else:
+        loaded, errors = load_suite_lenient(Path(suite))
+        tasks, suite_dir = list(loaded.tasks), loaded.dir
+        for file, err in errors:
+            res = ValidationResult(Path(file).stem, ok=False, reasons=[str(err)], file=str(file))
+            results.append(res)
+            if progress:
+                progress(res)
+    if task_ids:
+        known = {t.id for t in tasks}
+        missing = [i for i in task_ids if i not in known]
+        if missing:
+            raise TaskError(f"no task(s) {', '.join(missing)} in the suite")
+        tasks = [t for t in tasks if t.id in set(task_ids)]
+    store = ValidationCache(suite_dir, backend=backend, repeats=repeats, image=image, note=note) if cache else None
+    done: dict[str, ValidationResult] = {}
+    keys: dict[str, str | None] = {}
+    for task in tasks:
+        keys[task.id] = store.key(task) if store else None
+        hit = store.get(task, keys[task.id]) if store else None
+        if hit is not None:
+            done[task.id] = _cached_result(hit, task)
+            if progress:
+                progress(done[task.id])
+    todo = [t for t in tasks if t.id not in done]
+    try:
+        if todo:
+            _validate_all(todo, done, backend=backend, jobs=jobs, repeats=repeats, image=image, progress=progress,
+                          store=(lambda t, r: store.put(t, keys[t.id], r.to_json())) if store else None)
+    finally:
+        if store:
+            store.save()
+    results += [done[t.id] for t in tasks]
+    return results
+
+
+def _cached_result(data: dict, task: Task) -> ValidationResult:
+    res = ValidationResult(**{**data, "cached": True})
+    res.file = str(task.source_file) if task.source_file else None
+    return res
+
+
+def _validate_all(tasks: list[Task], done: dict[str, ValidationResult], *, backend: str, jobs: int, repeats: int,
+                  image: str | None, progress: Callable[[ValidationResult], None] | None,
+                  store: Callable[[Task, ValidationResult], None] | None) -> None:
+    """Validate `tasks` `jobs` at a time into `done` (by id); `store` each result as it comes."""
+    jobs = max(1, int(jobs))
+    with SandboxPool(jobs, backend=backend, image=image) as pool, ThreadPoolExecutor(jobs) as ex:
+        futures = {ex.submit(validate_task, t, pool, repeats): t for t in tasks}
+        for fut in as_completed(futures):
+            task = futures[fut]
+            try:
+                res = fut.result()
+            except Exception as e:  # noqa: BLE001 - one broken task must not stop the others
+                res = ValidationResult(task.id, ok=False, reasons=[f"validation crashed: {type(e).__name__}: {e}"],
+                                       file=str(task.source_file) if task.source_file else None)
+            done[task.id] = res
+            if store:
+                store(task, res)
+            if progress:
+                progress(res)

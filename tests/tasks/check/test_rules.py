@@ -1,0 +1,329 @@
+"""The change policy (tasks.check.rules): every trick of the issue refused under the rule it breaks,
+ordinary fixes accepted, what the original file already does allowed; the policy in the task
+format (suite, task, errors); `fixrl tasks validate` and `fixrl tasks policy-check` judging the
+reference fix."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from suitekit import fix_task, make_suite
+
+from fixrl.harness.cli import main as fixrl
+from fixrl.sandbox import SandboxPool
+from fixrl.tasks import TaskError, load_suite, validate_task
+from fixrl.tasks.check.rules import judge_change, reference_violations, repo_modules
+from fixrl.tasks.format.schema import POLICY_RULES, ChangePolicy
+
+ORIGINAL = '''\
+"""Small numeric helpers."""
+import math
+import re
+
+
+def clamp(x, lo, hi):
+    """Clamp x into [lo, hi]."""
+    return max(lo, max(x, hi))
+
+
+class Box:
+    def __init__(self, v):
+        self.v = v
+'''
+BUGGY_LINE = "    return max(lo, max(x, hi))\n"
+REPO = frozenset({"math", "re", "collections", "os", "pkg"})
+
+
+def judge(body: str, original: str = ORIGINAL, policy: ChangePolicy | None = None, path: str = "pkg/core.py"):
+    new = original.replace(BUGGY_LINE, textwrap.indent(textwrap.dedent(body), "    "))
+    assert new != original
+    return judge_change(path, original, new, policy or ChangePolicy(), REPO)
+
+
+def rules(body: str, **kw) -> set[str]:
+    return {v.rule for v in judge(body, **kw)}
+
+
+# ---------------------------------------------------------------- ordinary fixes pass
+
+FIXES = {
+    "operator": "return max(lo, min(x, hi))\n",
+    "branch": "if x < lo:\n    return lo\nif x > hi:\n    return hi\nreturn x\n",
+    "local helper": "def bound(v, a, b):\n    return a if v < a else b if v > b else v\nreturn bound(x, lo, hi)\n",
+    "module the file imports": "return math.floor(min(max(x, lo), hi))\n",
+    "module the repository imports": "import collections\nreturn collections.Counter([x]).most_common()[0][0]\n",
+    "string methods": "return ' '.join(str(v).strip().lower() for v in (x, lo, hi)).split()[0]\n",
+    "comprehensions": "vals = sorted({v for v in (lo, x, hi)})\nreturn [v for v in vals][1] if lo <= hi else x\n",
+    "f-string and format": "msg = f'{x} not in [{lo}, {hi}]'\nassert lo <= hi, msg + ' {}'.format(lo)\n"
+                           "return min(max(x, lo), hi)\n",
+    "getattr with a literal name": "return getattr(x, 'real', x) if lo <= x <= hi else min(max(x, lo), hi)\n",
+    "benign dunder": "return min(max(x, lo), hi) if type(x).__name__ else x\n",
+    "walrus and lambda": "if (y := min(x, hi)) is not None:\n    return (lambda v: max(lo, v))(y)\nreturn x\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIXES))
+def test_ordinary_fixes_pass(name):
+    assert judge(FIXES[name]) == [], name
+
+
+def test_what_the_original_does_is_allowed():
+    original = ORIGINAL.replace("import math\n", "import math\nimport os\nimport sys\n").replace(
+        "        self.v = v\n", "        self.v = v\n\n    def __eq__(self, other):\n        return self.v == other.v\n"
+        "\n    def __getattr__(self, name):\n        return getattr(self.v, name)\n")
+    ok = ["return sys.maxsize if x > hi else os.sep and max(lo, min(x, hi))\n",
+          "class Pair:\n    def __eq__(self, other):\n        return True\nreturn Pair()\n",
+          "name = 'real'\nreturn getattr(x, name)\n",
+          "return x.__getattr__('v')\n"]
+    for body in ok:
+        assert judge(body, original=original) == [], body
+    # the repository importing os is not enough for a file that did not
+    assert rules("import os\nreturn os.sep\n") == {"imports"}
+
+
+def test_a_dunder_the_original_defines_may_be_defined_again():
+    original = ORIGINAL + "\n    def __len__(self):\n        return 1\n"
+    new = original.replace("        return 1\n", "        return len(self.v)\n") + \
+        "\n    def __eq__(self, other):\n        return self.v == other.v\n"
+    assert judge_change("pkg/core.py", original, new, ChangePolicy(), REPO) == []
+
+
+# ---------------------------------------------------------------- tricks refused
+
+TRICKS = {
+    # names assembled from pieces
+    "pieces": ('f = getattr(x, "_get" + "frame")\nreturn f\n', "computed-names"),
+    "chr": ("return getattr(x, chr(95) * 2 + 'class' + chr(95) * 2)\n", "computed-names"),
+    "bytes decode": ("return getattr(x, b'_getframe'.decode())\n", "computed-names"),
+    "reversed": ("return getattr(x, 'emarf_teg_'[::-1])\n", "computed-names"),
+    "f-string name": ("n = 'frame'\nreturn getattr(x, f'_get{n}')\n", "computed-names"),
+    "join": ("return getattr(x, ''.join(['_get', 'frame']))\n", "computed-names"),
+    "setattr variable": ("k = 'v'\nsetattr(x, k, 1)\nreturn x\n", "computed-names"),
+    "hasattr starred": ("a = (x, 'v')\nreturn hasattr(*a)\n", "computed-names"),
+    # aliasing
+    "getattr alias": ("g = getattr\nreturn g(x, 'real')\n", "computed-names"),
+    "getattr through a default": ("def f(o, g=getattr):\n    return g(o, 'real')\nreturn f(x)\n",
+                                  "computed-names"),
+    "getattr passed on": ("import functools\nreturn functools.reduce(getattr, ['a', 'b'], x)\n", "computed-names"),
+    "walrus alias": ("if (g := getattr):\n    return g(x, 'y')\nreturn x\n", "computed-names"),
+    "builtins alias": ("from builtins import getattr as g\nreturn g(x, 'a')\n", "imports"),
+    "os as o": ("import os as o\nreturn o.system('true')\n", "exec"),
+    "from os import system": ("from os import system as s\nreturn s('true')\n", "exec"),
+    "attrgetter": ("import operator\nreturn operator.attrgetter('a' + 'b')(x)\n", "computed-names"),
+    "methodcaller alias": ("from operator import methodcaller as mc\nn = 'strip'\nreturn mc(n)(x)\n",
+                           "computed-names"),
+    "attrgetter dunder path": ("import operator\nreturn operator.attrgetter('f.__globals__')(x)\n", "introspection"),
+    # classes equal to everything
+    "class with __eq__": ("class A:\n    def __eq__(self, o):\n        return True\nreturn A()\n",
+                          "comparison-dunders"),
+    "lambda __eq__": ("class A:\n    __eq__ = lambda s, o: True\nreturn A()\n", "comparison-dunders"),
+    "existing class gains __eq__": ("Box.__eq__ = lambda s, o: True\nreturn Box(x)\n", "comparison-dunders"),
+    "type() with a namespace": ('return type("X", (), {"__eq__": lambda s, o: True})()\n', "comparison-dunders"),
+    "type() with computed keys": ('d = {"__e" + "q__": lambda s, o: True}\nreturn type("X", (object,), d)()\n',
+                                  "comparison-dunders"),
+    "setattr __hash__": ('setattr(Box, "__hash__", lambda s: 0)\nreturn Box(x)\n', "comparison-dunders"),
+    "total_ordering": ("import functools\n@functools.total_ordering\nclass A:\n    pass\nreturn A()\n",
+                       "comparison-dunders"),
+    "__bool__ and __len__": ("class A:\n    def __bool__(self):\n        return True\n"
+                             "    def __len__(self):\n        return 0\nreturn A()\n", "comparison-dunders"),
+    # interpreter state
+    "object.__getattribute__": ("return object.__getattribute__(x, 'v')\n", "introspection"),
+    "frames": ("try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    return e.__traceback__.tb_frame.f_back\n",
+               "introspection"),
+    "generator frame": ("g = (v for v in [x])\nreturn g.gi_frame.f_locals\n", "introspection"),
+    "code object": ("return clamp.__code__.co_consts\n", "introspection"),
+    "subclasses": ("return ().__class__.__base__.__subclasses__()\n", "introspection"),
+    "globals of a function": ("return clamp.__globals__['__builtins__']\n", "introspection"),
+    "sys.modules through os": ("import os\nreturn os.sys.modules\n", "exec"),
+    "sys through another module": ("return re.sys.modules['builtins']\n", "introspection"),
+    "private module alias": ("import random\nreturn random._os.getpid()\n", "introspection"),
+    "format string": ("return '{0.__globals__}'.format(clamp)\n", "introspection"),
+    "format built at run time": ("t = chr(123) + '0.' + 'f_glo' + 'bals' + chr(125)\nreturn t.format(clamp)\n",
+                                 "computed-names"),
+    "match class pattern": ("match x:\n    case object(__class__=c):\n        return c\nreturn x\n", "introspection"),
+    "vars subscript": ("return vars(x)['v']\n", "computed-names"),
+    "globals subscript": ("return globals()['__builtins__']\n", "computed-names"),
+    "locals in a comprehension": ("return [locals() for _ in [x]]\n", "computed-names"),
+    "decorator": ("@getattr\ndef f():\n    pass\nreturn x\n", "computed-names"),
+    # imports
+    "import sys": ("import sys\nreturn sys.maxsize\n", "imports"),
+    "import inside a comprehension": ("return [__import__('sys') for _ in [x]]\n", "exec"),
+    "importlib": ("import importlib\nreturn importlib.import_module('sys')\n", "imports"),
+    "linecache": ("import linecache\nreturn linecache.getline('t.py', 1)\n", "imports"),
+    "ctypes": ("import ctypes\nreturn ctypes.c_int(x).value\n", "imports"),
+    "module the repository does not have": ("import json\nreturn json.loads(str(x))\n", "imports"),
+    "unittest.mock.ANY": ("from unittest.mock import ANY\nreturn ANY\n", "imports"),
+    "builtin rebound at the top": ("return exec('x = 1')\n", "exec"),
+    "star import from os": ("from os import *\nreturn system('true')\n", "exec"),
+    "raise SystemExit": ("raise SystemExit(0)\n", "exec"),
+    # generated code, processes, files
+    "exec a string": ("exec('import sys; sys.exit(0)')\n", "exec"),
+    "eval": ("return eval('x')\n", "exec"),
+    "compile": ("return compile('1', 'f', 'eval')\n", "exec"),
+    "open": ("return open('tests/test_hidden.py').read()\n", "exec"),
+    "exit": ("exit(0)\n", "exec"),
+    "quit": ("quit()\n", "exec"),
+    "breakpoint": ("breakpoint()\n", "exec"),
+    "builtins via __builtins__": ("return __builtins__['ex' + 'ec']\n", "introspection"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRICKS))
+def test_tricks_are_refused_under_their_rule(name):
+    body, rule = TRICKS[name]
+    if name == "builtin rebound at the top":  # `exec = exec` must not make `exec` the module's own
+        new = ORIGINAL.replace(BUGGY_LINE, "    " + body).replace("import re\n", "import re\nexec = exec\n")
+        found = judge_change("pkg/core.py", ORIGINAL, new, ChangePolicy(), REPO)
+    else:
+        found = judge(body)
+    assert rule in {v.rule for v in found}, (name, [str(v) for v in found])
+    v = max((v for v in found if v.rule == rule), key=lambda v: v.line)  # the changed function's line
+    assert v.path == "pkg/core.py" and v.line >= 7 and v.message, v
+    assert str(v).startswith(f"{rule}: pkg/core.py:{v.line}: ")
+
+
+def test_relaxing_a_rule_drops_only_that_rule():
+    body = "import sys\nreturn getattr(sys, 'max' + 'size')\n"
+    assert rules(body) == {"imports", "computed-names"}
+    assert rules(body, policy=ChangePolicy(relax=["imports"])) == {"computed-names"}
+    assert rules(body, policy=ChangePolicy(relax=list(POLICY_RULES))) == set()
+    assert rules("import json\nreturn json.dumps(x)\n", policy=ChangePolicy(allow_imports=["json"])) == set()
+
+
+def test_files_rule():
+    p = ChangePolicy()
+    new = ORIGINAL.replace(BUGGY_LINE, "    return min(x, hi)\n")
+    assert [v.rule for v in judge_change("tests/test_core.py", ORIGINAL, new, p)] == ["files"]
+    assert [v.rule for v in judge_change("setup.cfg", "[x]\n", "[y]\n", p)] == ["files"]
+    assert judge_change("pkg/core.py", ORIGINAL, None, p) == []  # deleting a source file
+    narrow = ChangePolicy(files=["pkg/core.py"])
+    assert judge_change("pkg/core.py", ORIGINAL, new, narrow) == []
+    assert [v.rule for v in judge_change("pkg/other.py", ORIGINAL, new, narrow)] == ["files"]
+    assert judge_change("pkg/helpers.py", None, "def h():\n    return 1\n", p) == []
+    for bad in ("pkg/json.py", "pkg/sitecustomize.py", "pkg/__pycache__/m.py", "pkg/data.txt"):
+        assert [v.rule for v in judge_change(bad, None, "x = 1\n", p)] == ["files"], bad
+    assert rules("return min(x, hi)\n") == set()
+    deep = ChangePolicy(files=["src/**/*.py"])
+    assert judge_change("src/a/b/c.py", "x = 1\n", "x = 2\n", deep) == []
+    assert judge_change("src/c.py", "x = 1\n", "x = 2\n", deep) == []
+    assert [v.rule for v in judge_change("lib/c.py", "x = 1\n", "x = 2\n", deep)] == ["files"]
+
+
+def test_a_module_that_defines_its_own_compile_may_call_it():
+    original = ORIGINAL + "\n\ndef compile(pattern):\n    return re.compile(pattern)\n"
+    new = original.replace(BUGGY_LINE, "    compile('x')\n    return max(lo, min(x, hi))\n")
+    assert judge_change("pkg/core.py", original, new, ChangePolicy(), REPO) == []
+
+
+def test_future_imports_are_always_allowed():
+    new = "from __future__ import annotations\n" + ORIGINAL.replace(BUGGY_LINE, "    return min(max(x, lo), hi)\n")
+    assert judge_change("pkg/core.py", ORIGINAL, new, ChangePolicy(), REPO) == []
+
+
+def test_a_file_that_does_not_parse_is_not_judged():
+    assert judge_change("pkg/core.py", ORIGINAL, ORIGINAL + "\ndef broken(:\n", ChangePolicy()) == []
+
+
+def test_repo_modules(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("import json\nfrom collections import abc\nfrom . import core\n")
+    (tmp_path / "tests" / "test_x.py").write_text("import pytest\nimport unittest\n")
+    (tmp_path / "setup.py").write_text("import setuptools\n")
+    (tmp_path / "src" / "lib").mkdir(parents=True)
+    (tmp_path / "src" / "lib" / "util.py").write_text("import re\n")
+    assert repo_modules(tmp_path) == {"json", "collections", "pkg", "setuptools", "setup", "src", "lib", "util",
+                                      "re"}
+
+
+# ---------------------------------------------------------------- the task format
+
+CHEATING_FIX = """\
+--- a/calc.py
++++ b/calc.py
+@@ -1,2 +1,3 @@
+ def add(a, b):
+-    return a - b
++    import sys
++    return a + b if sys else 0
+"""
+
+
+def test_policy_in_suite_and_task(tmp_path):
+    root = make_suite(tmp_path, [fix_task("a"), fix_task("b", policy={"relax": ["exec"]}),
+                                 fix_task("c", policy={"files": ["calc.py"]})],
+                      suite={"policy": {"relax": ["imports"], "allow_imports": ["json"]}})
+    suite = load_suite(root)
+    a, b, c = (suite.get(i) for i in "abc")
+    assert a.policy.relax == ["imports"] and a.policy.allow_imports == ["json"] and a.policy.files == ["**/*.py"]
+    assert b.policy.relax == ["exec"] and b.policy.allow_imports == ["json"]  # field by field
+    assert c.policy.files == ["calc.py"] and c.policy.relax == ["imports"]
+
+
+@pytest.mark.parametrize("where", ["task", "suite"])
+def test_unknown_rule_names_the_field_and_the_rules(tmp_path, where):
+    if where == "task":
+        root = make_suite(tmp_path, [fix_task("a", policy={"relax": ["import"]})])
+    else:
+        root = make_suite(tmp_path, [fix_task("a")], suite={"policy": {"relax": ["import"]}})
+    with pytest.raises(TaskError) as e:
+        load_suite(root)
+    text = str(e.value)
+    assert "policy.relax" in text and "'import'" in text and all(r in text for r in POLICY_RULES), text
+    root2 = make_suite(tmp_path / "2", [fix_task("a", policy={"relaxx": []})])
+    with pytest.raises(TaskError, match=r"policy.relaxx.*unknown field.*did you mean 'relax'"):
+        load_suite(root2)
+
+
+def test_reference_violations_and_policy_check(tmp_path, capsys):
+    root = make_suite(tmp_path, [fix_task("ok"), fix_task("cheat", fix=CHEATING_FIX),
+                                 fix_task("relaxed", fix=CHEATING_FIX, policy={"relax": ["imports"]})])
+    suite = load_suite(root)
+    assert reference_violations(suite.get("ok")) == []
+    assert reference_violations(suite.get("relaxed")) == []
+    [v] = reference_violations(suite.get("cheat"))
+    assert (v.rule, v.path, v.line) == ("imports", "calc.py", 2), v
+    assert fixrl(["tasks", "policy-check", str(root), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["summary"] == {"suite": "suite", "fix_tasks": 3, "rejected": 1, "broken": 0}
+    assert list(out["rejected"]) == ["cheat"] and out["rejected"]["cheat"][0].startswith("imports: calc.py:2: ")
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with SandboxPool(1, backend="local") as p:
+        yield p
+
+
+def test_validate_refuses_a_reference_fix_that_breaks_the_policy(pool, tmp_path):
+    root = make_suite(tmp_path, [fix_task("cheat", fix=CHEATING_FIX),
+                                 fix_task("relaxed", fix=CHEATING_FIX, policy={"relax": ["imports"]})])
+    suite = load_suite(root)
+    bad = validate_task(suite.get("cheat"), pool, repeats=1)
+    assert not bad.ok and len(bad.reasons) == 1, bad.reasons
+    assert "change policy" in bad.reasons[0] and "imports: calc.py:2:" in bad.reasons[0]
+    assert "relax: [imports]" in bad.reasons[0]
+    good = validate_task(suite.get("relaxed"), pool, repeats=1)
+    assert good.ok and not any("policy" in r for r in good.reasons + good.warnings), good
+
+
+# ---------------------------------------------------------------- no false rejections
+
+def _rejected(suite_dir) -> dict[str, list[str]]:
+    suite = load_suite(suite_dir)
+    out = {t.id: [str(v) for v in reference_violations(t)] for t in suite.tasks}
+    return {k: v for k, v in out.items() if v}
+
+
+def test_no_reference_fix_of_the_builtin_suite_is_rejected():
+    from fixrl.tasks.suites import BUILTIN_SUITE
+
+    assert _rejected(BUILTIN_SUITE) == {}
+
+
+@pytest.mark.slow
+def test_no_reference_fix_of_the_gym_suite_is_rejected():
+    from fixrl.tasks.suites import GYM_SUITE
+
+    assert _rejected(GYM_SUITE) == {}
