@@ -76,7 +76,7 @@ from fixrl.tasks.generate.execute import (
     compile_workspace,
     run_job,
 )
-from fixrl.tasks.generate.issue_text import Failure, Target, capture_source, issue_for, parse_test_file
+from fixrl.tasks.generate.issue import Failure, Target, capture_source, issue_for, parse_test_file
 from fixrl.tasks.generate.journal import JOURNAL_NAME, Journal, tree_hash
 from fixrl.tasks.generate.mutate import OPERATORS, FunctionInfo, list_functions, mutants
 from fixrl.tasks.generate.progress import GenProgress

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fixrl.tasks.generate.execute import JobResult, Runner, TestJob, run_job
-from fixrl.tasks.generate.issue_text import Failure
+from fixrl.tasks.generate.issue.records import Failure
 from fixrl.tasks.generate.journal import Journal
 from fixrl.tasks.generate.mutate import Mutant
 from fixrl.tasks.generate.progress import GenProgress

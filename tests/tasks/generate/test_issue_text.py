@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from fixrl.tasks.generate.issue_text import (
+from fixrl.tasks.generate.issue import (
     Dropped,
     Failure,
     Symptom,

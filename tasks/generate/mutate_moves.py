@@ -1,0 +1,329 @@
+"""The mutation moves and the text they change: each move rewrites one site in a private copy
+of the tree, and the source text is spliced to match, only the mutated span changed, then
+proven to parse to exactly the mutated tree."""
+from __future__ import annotations
+
+import ast
+import copy
+import functools
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from fixrl.tasks.generate.mutate_sites import ARITH, FLIP, bodies, bump, init_value, obo_mutate, obo_repair, op_symbol
+
+# ---------------------------------------------------------------------------------------------
+# Text splicing: change only the mutated span, then prove the text means the mutated tree
+
+_LINE = re.compile(r".*?(?:\r\n|\r|\n)|.+\Z", re.S)
+
+
+def split_lines(source: str) -> list[str]:
+    return _LINE.findall(source)
+
+
+def text_index(lines: list[str], lineno: int, col: int) -> int:
+    """String index of (1-based line, UTF-8 byte column), as ast reports positions."""
+    before = sum(len(line) for line in lines[: lineno - 1])
+    return before + len(lines[lineno - 1].encode("utf-8")[:col].decode("utf-8", "replace"))
+
+
+def same_tree(tree: ast.AST, text: str) -> bool:
+    if isinstance(tree, MutatedTree):
+        return tree.matches(text)
+    try:
+        return ast.dump(ast.parse(text)) == ast.dump(tree)
+    except SyntaxError:
+        return False
+
+
+@functools.lru_cache(maxsize=8)
+def parse_shared(source: str) -> ast.Module:
+    """The source's tree, parsed once for all its mutants: shared, so never changed (moves
+    work on `copy_along`'s copies)."""
+    return ast.parse(source)
+
+
+def copy_along(tree: ast.Module, fn: ast.AST) -> tuple[ast.Module, ast.AST, int]:
+    """A copy of `tree` in which only `fn` (deeply) and the module and classes holding it
+    (shallowly) are new: (the copy, fn's copy, the index of the top-level statement holding it).
+    Copying the whole module per mutant cost more than everything else the mutants need."""
+
+    def path(body: list[ast.stmt]) -> list[int] | None:
+        for i, node in enumerate(body):
+            if node is fn:
+                return [i]
+            if isinstance(node, ast.ClassDef):
+                rest = path(node.body)
+                if rest is not None:
+                    return [i, *rest]
+        return None
+
+    steps = path(tree.body)
+    if steps is None:
+        raise ValueError("function not found in its module")
+    new_tree = copy.copy(tree)
+    holder: ast.AST = new_tree
+    new_tree.body = list(tree.body)
+    for i in steps[:-1]:
+        cls = copy.copy(holder.body[i])  # type: ignore[attr-defined]
+        cls.body = list(cls.body)
+        holder.body[i] = cls  # type: ignore[attr-defined]
+        holder = cls
+    new_fn = copy.deepcopy(fn)
+    holder.body[steps[-1]] = new_fn  # type: ignore[attr-defined]
+    return new_tree, new_fn, steps[0]
+
+
+class MutatedTree:
+    """A mutated module tree (`tree`) and a fast test that a text means it. The mutant texts
+    differ from the source only inside the top-level statement that holds the function; when
+    a text keeps the source's lines before and after that statement, those lines parse as before,
+    so only the statement's own lines are parsed and compared. Any other text gets the full
+    comparison."""
+
+    def __init__(self, source: str, tree: ast.Module, new_tree: ast.Module, top: int) -> None:
+        self.tree = new_tree
+        stmt = tree.body[top]
+        first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
+        lines = split_lines(source)
+        self.head = "".join(lines[: first - 1])
+        self.tail = "".join(lines[stmt.end_lineno:])  # type: ignore[misc]
+        self.top = top
+        self._want: str | None = None
+
+    def matches(self, text: str) -> bool:
+        """Whether `text` parses to `tree` (as it is now: the move has changed it since __init__)."""
+        if self._want is None:
+            self._want = ast.dump(self.tree.body[self.top])
+        h, t = len(self.head), len(self.tail)
+        if len(text) >= h + t and text.startswith(self.head) and text.endswith(self.tail):
+            try:
+                region = ast.parse(text[h:len(text) - t])
+            except SyntaxError:
+                region = None
+            if region is not None and len(region.body) == 1 and ast.dump(region.body[0]) == self._want:
+                return True
+        return same_tree(self.tree, text)
+
+
+def splice_expr(source: str, old: ast.AST, new: ast.AST, tree: ast.AST) -> str | None:
+    lines = split_lines(source)
+    start = text_index(lines, old.lineno, old.col_offset)  # type: ignore[attr-defined]
+    end = text_index(lines, old.end_lineno, old.end_col_offset)  # type: ignore[attr-defined]
+    code = ast.unparse(new)
+    for text in (code, f"({code})"):
+        candidate = source[:start] + text + source[end:]
+        if same_tree(tree, candidate):
+            return candidate
+    return None
+
+
+def splice_function(source: str, fn_old: ast.AST, fn_new: ast.AST, tree: ast.AST) -> str | None:
+    """Fallback: rewrite the whole function with ast.unparse (loses its comments)."""
+    lines = split_lines(source)
+    first = min([fn_old.lineno] + [d.lineno for d in fn_old.decorator_list])  # type: ignore[attr-defined]
+    indent = re.match(r"[ \t]*", lines[first - 1]).group(0)  # type: ignore[union-attr]
+    newline = "\n"
+    body = "".join(indent + line + newline if line else newline for line in ast.unparse(fn_new).split("\n"))
+    candidate = "".join(lines[: first - 1]) + body + "".join(lines[fn_old.end_lineno:])  # type: ignore[attr-defined]
+    return candidate if same_tree(tree, candidate) else None
+
+
+def _alone_on_lines(lines: list[str], node: ast.stmt) -> bool:
+    head = lines[node.lineno - 1].encode("utf-8")[: node.col_offset].decode("utf-8", "replace")
+    tail = lines[node.end_lineno - 1].encode("utf-8")[node.end_col_offset:].decode("utf-8", "replace")  # type: ignore[operator]
+    return head.strip() == "" and (tail.strip() == "" or tail.strip().startswith("#"))
+
+
+# ---------------------------------------------------------------------------------------------
+# The moves. A move gets (node in a private copy of the tree, its parent) and changes the copy.
+# Expression moves return the replacement expression; statement moves edit the parent's body
+# and return a text edit `lines -> lines` that does the same to the source.
+
+@dataclass
+class _Site:
+    node: ast.AST
+    description: str
+
+
+Move = Callable[[ast.AST, ast.AST], "ast.AST | Callable[[list[str]], list[str] | None] | None"]
+
+
+def _set_op(node: ast.AST, table: dict) -> ast.AST:
+    node.op = table[type(node.op)]()  # type: ignore[attr-defined]
+    return node
+
+
+def _gap_edit(source: str, left: ast.AST, right: ast.AST, old: str, new: str, fallback: ast.AST, orig: ast.AST):
+    """Rewrite only the operator between two operands (parentheses, spacing and comments kept);
+    if the gap holds anything unexpected, fall back to re-writing the whole expression."""
+
+    def edit(lines: list[str]) -> list[str] | None:
+        text = "".join(lines)
+        start = text_index(lines, left.end_lineno, left.end_col_offset)  # type: ignore[attr-defined]
+        end = text_index(lines, right.lineno, right.col_offset)  # type: ignore[attr-defined]
+        gap = text[start:end]
+        pattern = r"\b" + re.escape(old).replace(r"\ ", r"\s+") + r"\b" if old[0].isalpha() \
+            else r"(?<![<>=!*/%+\-])" + re.escape(old) + r"(?![<>=*/])"
+        code = gap.split("#", 1)[0] if "\n" not in gap else gap
+        if len(re.findall(pattern, code)) != 1:
+            return split_lines(_splice_expr_text(text, orig, fallback))
+        gap = re.sub(pattern, new, gap, count=1)
+        return split_lines(text[:start] + gap + text[end:])
+
+    edit.node = fallback  # type: ignore[attr-defined]
+    return edit
+
+
+def _splice_expr_text(source: str, old: ast.AST, new: ast.AST) -> str:
+    lines = split_lines(source)
+    start = text_index(lines, old.lineno, old.col_offset)  # type: ignore[attr-defined]
+    end = text_index(lines, old.end_lineno, old.end_col_offset)  # type: ignore[attr-defined]
+    return source[:start] + ast.unparse(new) + source[end:]
+
+
+def move_flip(site, parent, fn, source):
+    node, i = site
+    old = op_symbol(node.ops[i])
+    node.ops[i] = FLIP[type(node.ops[i])]()
+    left = node.left if i == 0 else node.comparators[i - 1]
+    return _gap_edit(source, left, node.comparators[i], old, op_symbol(node.ops[i]), node, node)
+
+
+def move_minmax(node, parent, fn, source):
+    node.func.id = "max" if node.func.id == "min" else "min"
+    return node
+
+
+def move_arith(node, parent, fn, source):
+    old = op_symbol(node.op)
+    _set_op(node, ARITH)
+    if isinstance(node, ast.AugAssign):
+        return _gap_edit(source, node.target, node.value, old + "=", op_symbol(node.op) + "=", node, node)
+    return _gap_edit(source, node.left, node.right, old, op_symbol(node.op), node, node)
+
+
+def move_bool(node, parent, fn, source):
+    old = op_symbol(node.op)
+    node.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+    edits = [(a, b) for a, b in zip(node.values, node.values[1:])]
+
+    def edit(lines: list[str]) -> list[str] | None:
+        # Every `and` of the BoolOp becomes `or` (one BoolOp is one operator); last gap first.
+        for a, b in reversed(edits):
+            lines = _gap_edit("".join(lines), a, b, old, op_symbol(node.op), node, node)(lines)
+            if lines is None:
+                return None
+        return lines
+
+    edit.node = node  # type: ignore[attr-defined]
+    return edit
+
+
+def move_drop_not(node, parent, fn, source):
+    return node.operand
+
+
+def move_add_not(node, parent, fn, source):
+    return ast.UnaryOp(ast.Not(), node)
+
+
+def move_init(node, parent, fn, source):
+    return init_value(node)
+
+
+def move_swap(site, parent, fn, source):
+    node, i = site
+    node.args[i], node.args[i + 1] = node.args[i + 1], node.args[i]
+    return node
+
+
+def move_obo(site, parent, fn, source):
+    return obo_mutate(*site)
+
+
+def move_obo_repair(site, parent, fn, source):
+    return obo_repair(*site)
+
+
+def move_const(node, parent, fn, source):
+    return bump(node, +1)
+
+
+def move_const_repair(node, parent, fn, source):
+    return bump(node, -1)
+
+
+def _reindent(block: list[str], old: str, new: str) -> list[str] | None:
+    out = []
+    for line in block:
+        if line.strip() == "":
+            out.append(line)
+        elif line.startswith(old):
+            out.append(new + line[len(old):])
+        else:
+            return None
+    return out
+
+
+def _indent_of(lines: list[str], lineno: int) -> str:
+    return re.match(r"[ \t]*", lines[lineno - 1]).group(0)  # type: ignore[union-attr]
+
+
+def move_early(node, parent, fn, source):
+    """Move the `return` that follows a loop to the end of the loop's body."""
+    body = next(b for b in bodies(fn) if any(s is node for s in b))
+    i = next(k for k, s in enumerate(body) if s is node)
+    loop = body[i - 1]
+    del body[i]
+    loop.body.append(node)
+    ret_lines = (node.lineno, node.end_lineno)
+    loop_end, body_line = loop.end_lineno, loop.body[0].lineno
+
+    def edit(lines: list[str]) -> list[str] | None:
+        if not _alone_on_lines(lines, node):
+            return None
+        block = lines[ret_lines[0] - 1: ret_lines[1]]
+        moved = _reindent(block, _indent_of(lines, ret_lines[0]), _indent_of(lines, body_line))
+        if moved is None:
+            return None
+        rest = lines[: ret_lines[0] - 1] + lines[ret_lines[1]:]
+        return rest[:loop_end] + moved + rest[loop_end:]
+
+    return edit
+
+
+def move_early_repair(loop, parent, fn, source):
+    """Move the `return` that ends a loop's body to just after the loop."""
+    body = next(b for b in bodies(fn) if any(s is loop for s in b))
+    i = next(k for k, s in enumerate(body) if s is loop)
+    ret = loop.body.pop()
+    body.insert(i + 1, ret)
+    ret_lines, loop_line = (ret.lineno, ret.end_lineno), loop.lineno
+
+    def edit(lines: list[str]) -> list[str] | None:
+        if not _alone_on_lines(lines, ret):
+            return None
+        block = lines[ret_lines[0] - 1: ret_lines[1]]
+        moved = _reindent(block, _indent_of(lines, ret_lines[0]), _indent_of(lines, loop_line))
+        if moved is None:
+            return None
+        rest = lines[: ret_lines[0] - 1] + lines[ret_lines[1]:]
+        at = ret_lines[0] - 1  # the loop now ends just before where the return was
+        return rest[:at] + moved + rest[at:]
+
+    return edit
+
+
+def move_drop_guard(node, parent, fn, source):
+    body = next(b for b in bodies(fn) if any(s is node for s in b))
+    body.remove(node)
+    span = (node.lineno, node.end_lineno)
+
+    def edit(lines: list[str]) -> list[str] | None:
+        if not _alone_on_lines(lines, node):
+            return None
+        return lines[: span[0] - 1] + lines[span[1]:]
+
+    return edit
