@@ -17,7 +17,7 @@ from fixrl.harness.agent.rollout import TemplateError
 from fixrl.sandbox import SandboxConfigError, SandboxError
 from fixrl.sandbox.bench import BenchError
 from fixrl.tasks.format.loader import TaskError
-from fixrl.tasks.generate.pipeline import GenerateError
+from fixrl.tasks.generate.config import GenerateError
 from fixrl.train.errors import DataError, ModelError, RunError
 
 

@@ -29,23 +29,16 @@ from typing import Any, Literal
 from rich.table import Table
 
 from fixrl.sandbox.bench import BenchError
+from fixrl.tasks.generate.baseline import baseline
+from fixrl.tasks.generate.candidate import Candidate
+from fixrl.tasks.generate.config import GenerateConfig, GenerateError
 from fixrl.tasks.generate.execute import LocalRunner, TestJob, run_job
 from fixrl.tasks.generate.journal import Journal
-from fixrl.tasks.generate.mutate import OPERATORS
-from fixrl.tasks.generate.pipeline import (
-    GenerateConfig,
-    GenerateError,
-    GenerateReport,
-    OpStats,
-    _open_work,
-    _write_plugins,
-    baseline,
-    plan_selection,
-    round_robin,
-    scan,
-)
+from fixrl.tasks.generate.order import round_robin
+from fixrl.tasks.generate.pipeline import _open_work, _write_plugins
 from fixrl.tasks.generate.progress import GenProgress
-from fixrl.tasks.generate.search import Candidate, run_record, run_status
+from fixrl.tasks.generate.scan import scan
+from fixrl.tasks.generate.search import Selection, plan_selection, run_record, run_status
 
 
 @dataclass
@@ -81,15 +74,13 @@ ARMS = [("whole suite, fresh interpreter", True, False), ("whole suite, forked",
 def measure(cfg: Config) -> dict[str, Any]:
     cfg.validate()
     gcfg = GenerateConfig(seed=cfg.seed, backend=cfg.backend, progress=False)
-    report = GenerateReport(str(cfg.repo), "", cfg.test_cmd, cfg.seed)
-    report.per_op = {op: OpStats() for op in OPERATORS}
     with tempfile.TemporaryDirectory(prefix="fixrl-bench-gen-") as tmp, \
             LocalRunner(cfg.workers, backend=cfg.backend) as runner, GenProgress(None, show=False) as progress:
         work = _open_work(Path(cfg.repo).resolve(), Path(tmp))  # type: ignore[arg-type]
         _write_plugins(work)
         journal = Journal(Path(tmp) / "journal.jsonl", {})
         try:
-            scanned = scan(work, gcfg, report)
+            scanned = scan(work, gcfg)
             t0 = time.monotonic()
             base = baseline(runner, work, cfg.test_cmd, gcfg, journal, progress)
             baseline_wall = time.monotonic() - t0
@@ -100,11 +91,14 @@ def measure(cfg: Config) -> dict[str, Any]:
         if base.cover is None:
             raise BenchError("bench generate: the coverage run recorded nothing; no selection to measure")
         full_timeout = min(600.0, 5.0 + 3 * base.seconds)
-        timeouts = plan_selection(scanned.candidates, scanned, base, full_timeout, report)
+        selection = plan_selection(scanned.candidates, scanned, base, full_timeout)
+        for c in scanned.candidates:
+            c.select = selection.tests[c.function]
+        timeouts = selection.timeouts
         order = round_robin(scanned.candidates, random.Random(cfg.seed))
         chosen = [c for c in order if c.select is None or c.select][: cfg.candidates]
         arms = _run_arms(runner, work, chosen, cfg, base.stable, full_timeout, timeouts)
-    return _figures(cfg, arms, chosen, base, baseline_wall, report, len(order))
+    return _figures(cfg, arms, chosen, base, baseline_wall, selection, len(order))
 
 
 def _run_arms(runner: LocalRunner, work: Path, chosen: list[Candidate], cfg: Config, stable: list[str],
@@ -141,7 +135,7 @@ def _detects(status: str) -> bool:
 
 
 def _figures(cfg: Config, arms: list[dict], chosen: list[Candidate], base, baseline_wall: float,
-             report: GenerateReport, total: int) -> dict[str, Any]:
+             report: Selection, total: int) -> dict[str, Any]:
     n = len(chosen)
     ref = arms[0]
     rows = []

@@ -20,51 +20,23 @@ from its journal. A run started ahead that turns out not to be needed is only ti
 """
 from __future__ import annotations
 
-import hashlib
 import logging
+import random
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from fixrl.tasks.generate.baseline import Baseline, TestRun
+from fixrl.tasks.generate.candidate import Candidate
+from fixrl.tasks.generate.config import GenerateConfig
 from fixrl.tasks.generate.execute import JobResult, Runner, TestJob, run_job
-from fixrl.tasks.generate.issue.records import Failure
 from fixrl.tasks.generate.journal import Journal
-from fixrl.tasks.generate.mutate import Mutant
+from fixrl.tasks.generate.order import round_robin
 from fixrl.tasks.generate.progress import GenProgress
+from fixrl.tasks.generate.scan import Scan
 
 log = logging.getLogger(__name__)
-
-TESTED = ("kept", "equivalent", "not_local", "timeout", "error")
-"""The statuses of a candidate whose tests ran."""
-
-
-@dataclass
-class Candidate:
-    file: str
-    qualname: str
-    name: str
-    mutant: Mutant
-    status: str = "untested"
-    """untested | kept | equivalent | not_local | timeout | error | uncovered | capped"""
-    broken: list[str] = field(default_factory=list)
-    """Tests the bug breaks (from the whole-suite run of a kept bug)."""
-    failures: dict[str, Failure] = field(default_factory=dict)
-    records: dict[str, dict] = field(default_factory=dict)
-    """The generator plugin's record of each broken test (the failure its issue text reads)."""
-    select: frozenset[str] | None = None
-    """The tests its selected run runs (stable ones only); None: the whole suite."""
-
-    @property
-    def function(self) -> str:
-        return f"{self.file}::{self.qualname}"
-
-    @property
-    def key(self) -> str:
-        """Names the candidate in the journal: its function, family, site and text."""
-        digest = hashlib.sha256(self.mutant.source.encode()).hexdigest()[:16]
-        return f"{self.function}::{self.mutant.op}::{self.mutant.lineno}::{digest}"
-
 
 # ---------------------------------------------------------------- one run, reduced
 
@@ -312,3 +284,93 @@ class Search:
             wait(list(self.inflight))
             for fut in list(self.inflight):
                 self._finish(fut)
+
+
+def _classify(c: Candidate, run: TestRun | None, stable: list[str], max_broken_frac: float) -> None:
+    """Decide `c` from one whole-suite run (what the search does with run records)."""
+    if run is None:
+        c.status = "error"
+        return
+    result = JobResult({"tests": {n: {"outcome": o} for n, o in run.outcomes.items()},
+                        "collect_errors": run.collect_errors}, None, run.exit_code, run.seconds, run.timed_out, False)
+    status = run_status(run_record(result, stable, True), len(stable), max_broken_frac)
+    c.status = "kept" if status == "broke" else status
+    if c.status == "kept":
+        c.broken = [n for n in stable if run.outcomes.get(n) != "passed"]
+        c.failures = {n: run.failures[n] for n in c.broken if n in run.failures}
+
+
+# ---------------------------------------------------------------- stage 3: test selection and the search
+
+@dataclass(frozen=True)
+class Selection:
+    """Which tests each candidate's function runs, and the time its selected run may take."""
+
+    tests: dict[str, frozenset[str] | None]
+    """Function -> its covering stable tests (None: it runs at import, the whole suite)."""
+    timeouts: dict[str, float]
+    """Candidate key -> seconds its selected run may take."""
+    functions_covered: int = 0
+    functions_at_import: int = 0
+    functions_uncovered: int = 0
+    opaque_tests: int = 0
+    """Tests in every selection (they start processes or replace the profiler)."""
+
+
+def plan_selection(cands: list[Candidate], scanned: Scan, base: Baseline, full_timeout: float) -> Selection:
+    """Each candidate's covering stable tests (none recorded: every candidate runs the whole
+    suite) and the seconds each selected run may take (three times what its tests took, plus the
+    start-up the baseline showed, plus ten)."""
+    timeouts: dict[str, float] = {}
+    if base.cover is None:
+        return Selection({}, timeouts)
+    stable = frozenset(base.stable)
+    startup = max(0.0, base.seconds - sum(base.cover.durations.get(t, 0.0) for t in base.stable))
+    tests: dict[str, frozenset[str] | None] = {}
+    for c in cands:
+        if c.function not in tests:
+            span = scanned.spans.get(c.file, {}).get(c.qualname)
+            sel = base.cover.covering(c.file, span) if span is not None else None
+            tests[c.function] = None if sel is None else sel & stable
+        if tests[c.function] is not None:
+            took = sum(base.cover.durations.get(t, 0.0) for t in tests[c.function])  # type: ignore[union-attr]
+            timeouts[c.key] = min(full_timeout, 10.0 + 3 * (startup + took))
+    sels = list(tests.values())
+    return Selection(tests, timeouts, functions_covered=sum(bool(s) for s in sels),
+                     functions_at_import=sum(s is None for s in sels),
+                     functions_uncovered=sum(s is not None and not s for s in sels),
+                     opaque_tests=len(base.cover.opaque))
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Stage 3's result: every candidate in the order tried (each with its status) and the kept bugs."""
+
+    order: list[Candidate]
+    kept: list[Candidate]
+    full_runs: int
+    """Whole-suite runs of candidates in this session."""
+    reused: int
+    """Outcomes read back from the journal."""
+    mean_selected_tests: float
+    candidates_per_minute: float
+
+
+def search_candidates(scanned: Scan, base: Baseline, selection: Selection, runner: Runner, work: Path,
+                      test_cmd: str, cfg: GenerateConfig, journal: Journal, progress: GenProgress,
+                      rng: random.Random) -> SearchResult:
+    """Stage 3: the candidates in seeded round-robin order, each with its covering tests, tested
+    until enough bugs are kept (`Search`)."""
+    for c in scanned.candidates:
+        c.select = selection.tests.get(c.function) if base.cover is not None else None
+    order = round_robin(scanned.candidates, rng)
+    target = None if cfg.max_tasks is None else (3 * cfg.max_tasks) // 2 + 5
+    settings = SearchSettings(test_cmd, base.stable, base.full_timeout, selection.timeouts, target,
+                              cfg.max_per_function, cfg.max_broken_frac, base.fork)
+    search = Search(order, settings, runner, work, journal, progress)
+    progress.start(len(order), target, reused=journal.reused)
+    kept = search.run()
+    per_minute = progress.finish()
+    sizes = search.selected_sizes
+    return SearchResult(order, kept, search.full_runs, search.reused,
+                        round(sum(sizes) / len(sizes), 1) if sizes else 0.0, per_minute)

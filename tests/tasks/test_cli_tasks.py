@@ -20,7 +20,7 @@ def test_generate_arguments_reach_the_generator():
 def test_generate_targeting_flags_reach_the_generator(monkeypatch, tmp_path):
     from fixrl.harness.cli import main
     from fixrl.harness.cli.commands import tasks as tasks_cmd
-    from fixrl.tasks.generate.pipeline import GenerateReport
+    from fixrl.tasks.generate.report import GenerateReport
 
     seen = {}
 

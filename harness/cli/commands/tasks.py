@@ -26,7 +26,7 @@ from fixrl.tasks.format.schema import Suite
 from fixrl.tasks.format.swebench import export_suite, import_instances
 from fixrl.tasks.generate.mutate import OPERATORS
 from fixrl.tasks.generate.pipeline import generate as generate_tasks
-from fixrl.tasks.generate.pipeline import print_report
+from fixrl.tasks.generate.report import print_report
 
 
 def _positive_int(text: str) -> int:

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fixrl.tasks.generate.pipeline import GenerateError, generate, round_robin, split_by_function, unified_diff
+from fixrl.tasks.generate.config import GenerateError
+from fixrl.tasks.generate.order import round_robin, split_by_function
+from fixrl.tasks.generate.pipeline import generate
+from fixrl.tasks.generate.write import unified_diff
 
 OPS = '''\
 """Tiny arithmetic helpers."""
@@ -240,8 +243,10 @@ def test_unified_diff_applies_with_git(tmp_path):
 
 
 def test_classify():
+    from fixrl.tasks.generate.baseline import TestRun
+    from fixrl.tasks.generate.candidate import Candidate
     from fixrl.tasks.generate.mutate import Mutant
-    from fixrl.tasks.generate.pipeline import Candidate, TestRun, _classify
+    from fixrl.tasks.generate.search import _classify
 
     stable = ["t::a", "t::b", "t::c", "t::d"]
 
@@ -263,8 +268,8 @@ def test_classify():
 
 
 def test_round_robin_spreads_families():
+    from fixrl.tasks.generate.candidate import Candidate
     from fixrl.tasks.generate.mutate import Mutant
-    from fixrl.tasks.generate.pipeline import Candidate
 
     cands = [Candidate("a.py", f"f{i % 3}", f"f{i % 3}", Mutant(op, f"src{op}{i}", 1, ""))
              for op in ("x", "y") for i in range(6)]
@@ -363,16 +368,14 @@ def test_progress_lines_and_the_log_file(shop, capsys):
 def test_targeting_flags(tmp_path):
     from genkit import make_shop_repo
 
-    from fixrl.tasks.generate.mutate import OPERATORS
-    from fixrl.tasks.generate.pipeline import GenerateConfig, GenerateReport, OpStats, scan
+    from fixrl.tasks.generate.config import GenerateConfig
+    from fixrl.tasks.generate.scan import scan
 
     repo = make_shop_repo(tmp_path)
     (repo / "shop" / "_helpers.py").write_text("def _inner(x):\n    return x + 1\n\n\ndef outer(x):\n    return x - 1\n")
 
     def functions(**kw):
-        r = GenerateReport("", "", "", 0)
-        r.per_op = {op: OpStats() for op in OPERATORS}
-        return {(c.file, c.qualname, c.mutant.op) for c in scan(repo, GenerateConfig(**kw), r).candidates}
+        return {(c.file, c.qualname, c.mutant.op) for c in scan(repo, GenerateConfig(**kw)).candidates}
 
     every = functions()
     assert {f for f, _, _ in every} == {"shop/prices.py", "shop/_helpers.py"}
@@ -490,7 +493,7 @@ def test_eta():
 def test_the_check_keeps_the_test_commands_pytest_options():
     """cachetools' tests import it from src/ through `-o pythonpath=src`: a check without the
     option collects nothing, and every reference fix fails with its tests missing."""
-    from fixrl.tasks.generate.pipeline import check_command
+    from fixrl.tasks.generate.commands import check_command
 
     ids = ["tests/test_a.py::test_x"]
     assert check_command("python -m pytest -q -o pythonpath=src tests", ids) == \
@@ -507,8 +510,9 @@ def test_the_test_tool_gets_the_time_a_whole_suite_run_gets(tmp_path):
     `test` tool (the whole suite) gets the generator's own whole-suite timeout."""
     from collections import Counter
 
-    from fixrl.tasks.generate.pipeline import GenerateConfig, _suite_config
+    from fixrl.tasks.generate.config import GenerateConfig
+    from fixrl.tasks.generate.staging import suite_config
 
-    limits = lambda s: _suite_config(tmp_path, tmp_path, Counter(), "pytest", GenerateConfig(), s)[  # noqa: E731
+    limits = lambda s: suite_config(tmp_path, tmp_path, Counter(), "pytest", GenerateConfig(), s)[  # noqa: E731
         "defaults"]["limits"]["tool_timeout"]
     assert (limits(3.0), limits(40.0), limits(1000.0)) == (60.0, 125.0, 600.0)

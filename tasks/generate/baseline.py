@@ -1,0 +1,150 @@
+"""Stage 1 of the generator, the baseline: the repository's tests run twice in sandboxes and every
+test must pass (a flaky or failing test is an error that names it); the second run also records
+which tests run which code (`tasks.generate.coverage`). Both runs are journaled, so a resumed run
+reads them back.
+
+What this does not guarantee: that a test passing twice is not flaky (a test that passed in
+only one of the two runs is left out of every check, with a warning)."""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fixrl.tasks.generate.config import GenerateConfig, GenerateError
+from fixrl.tasks.generate.coverage import CoverageMap
+from fixrl.tasks.generate.execute import JobResult, Runner, TestJob, run_job
+from fixrl.tasks.generate.issue import Failure
+from fixrl.tasks.generate.journal import Journal
+from fixrl.tasks.generate.progress import GenProgress
+
+log = logging.getLogger(__name__)
+
+BASELINE_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """One run of the suite as outcomes and failures."""
+
+    __test__ = False  # not a pytest test class
+
+    outcomes: dict[str, str]
+    failures: dict[str, Failure]
+    exit_code: int
+    seconds: float
+    timed_out: bool = False
+    collect_errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What the clean suite showed: the result of stage 1."""
+
+    stable: list[str]
+    """Tests that passed in both runs."""
+    seconds: float
+    """The untraced run's seconds."""
+    cover: CoverageMap | None
+    """Which tests run which code (None: selection off, or nothing was recorded)."""
+    cover_seconds: float = 0.0
+    fork: bool = True
+    """Whether test runs fork a ready interpreter (off when forked runs wrote no report)."""
+
+    @property
+    def full_timeout(self) -> float:
+        """Seconds a candidate's whole-suite run may take."""
+        return min(600.0, 5.0 + 3 * self.seconds)
+
+
+def failure_of(nodeid: str, record: dict) -> Failure:
+    """The issue writer's view of one failed test, from the plugin's record of it."""
+    return Failure.from_record(nodeid, record)
+
+
+def as_test_run(result: JobResult) -> TestRun | None:
+    """A job's run as outcomes and failures; None when pytest wrote no report (the command is
+    not pytest, or pytest crashed before the end of the session)."""
+    data = result.report
+    if data is None:
+        if result.timed_out:
+            return TestRun({}, {}, result.exit_code, result.seconds, timed_out=True)
+        return None
+    outcomes: dict[str, str] = {}
+    failures: dict[str, Failure] = {}
+    for nodeid, t in data.get("tests", {}).items():
+        outcomes[nodeid] = t.get("outcome") or "error"
+        if outcomes[nodeid] in ("failed", "error"):
+            failures[nodeid] = failure_of(nodeid, t)
+    return TestRun(outcomes, failures, result.exit_code, result.seconds, result.timed_out,
+                   data.get("collect_errors", []))
+
+
+def baseline(runner: Runner, work: Path, test_cmd: str, cfg: GenerateConfig, journal: Journal,
+             progress: GenProgress) -> Baseline:
+    """The clean suite, twice (the second run recording coverage), or both read back from the
+    journal. When forked runs write no report but fresh interpreters do, the result says not to fork."""
+    fork = cfg.fork
+    rec, crec = journal.get("baseline"), journal.get("coverage")
+    if rec is None or (cfg.select and crec is None):
+        results = _baseline_runs(runner, work, test_cmd, cfg)
+        if fork and any(r.report is None and not r.timed_out for r in results):
+            plain = _baseline_runs(runner, work, test_cmd, dataclasses.replace(cfg, fork=False))
+            if all(r.report is not None for r in plain):
+                bad = next(r for r in results if r.report is None)
+                log.warning("pytest in a forked interpreter wrote no report, in a fresh one it did: every run "
+                            "starts a fresh interpreter (slower). The forked run's output ends: %s", bad.output[-600:])
+                fork = False
+            results = plain
+        stable = sorted(_check_baseline([as_test_run(r) for r in results], test_cmd, results))
+        rec = {"stable": stable, "seconds": round(results[0].seconds, 3), "fork": fork}
+        journal.put("baseline", rec)
+        if cfg.select:
+            if results[1].cover is None:
+                log.warning("the coverage run wrote no record: every candidate runs the whole suite")
+            crec = {"data": results[1].cover, "seconds": round(results[1].seconds, 3)}
+            journal.put("coverage", crec)
+    else:
+        fork = fork and bool(rec.get("fork", True))
+        progress.note("baseline and coverage: read back from the journal")
+    cover = CoverageMap.from_record(crec["data"]) if cfg.select and crec and crec.get("data") else None
+    return Baseline(list(rec["stable"]), float(rec["seconds"]), cover, float((crec or {}).get("seconds", 0.0)),
+                    fork)
+
+def _baseline_runs(runner: Runner, work: Path, test_cmd: str, cfg: GenerateConfig) -> list[JobResult]:
+    jobs = [TestJob(test_cmd, BASELINE_TIMEOUT, fork=cfg.fork),
+            TestJob(test_cmd, BASELINE_TIMEOUT, cover=cfg.select, fork=cfg.fork)]
+    futures = [runner.submit(run_job, work, j, seconds=BASELINE_TIMEOUT + 300) for j in jobs]
+    return [f.result() for f in futures]  # a SandboxError here is the run's: nothing to judge yet
+
+
+def _check_baseline(runs: list[TestRun | None], test_cmd: str, results: list[JobResult] | None = None) -> set[str]:
+    if any(r is None for r in runs):
+        tail = next((r.output.strip()[-800:] for r in results or [] if r.report is None and r.output.strip()), "")
+        raise GenerateError(f"repository without passing tests: `{test_cmd}` wrote no pytest report "
+                            "(pytest did not run, or crashed before the end)"
+                            + (f"; its output ends:\n{tail}" if tail else ""))
+    assert all(r is not None for r in runs)
+    first = runs[0]
+    if first.timed_out:  # type: ignore[union-attr]
+        raise GenerateError(f"repository without passing tests: `{test_cmd}` did not finish in 600 s")
+    if first.collect_errors:  # type: ignore[union-attr]
+        raise GenerateError(f"repository without passing tests: collection errors in "
+                            f"{', '.join(first.collect_errors[:5])}")  # type: ignore[union-attr]
+    passed = [{n for n, o in r.outcomes.items() if o == "passed"} for r in runs]  # type: ignore[union-attr]
+    if not passed[0]:
+        raise GenerateError(f"repository without passing tests: `{test_cmd}` ran "
+                            f"{len(first.outcomes)} test(s) and none passed")  # type: ignore[union-attr]
+    failing = sorted(n for r in runs for n, o in r.outcomes.items() if o in ("failed", "error"))  # type: ignore[union-attr]
+    if failing:
+        raise GenerateError(
+            f"repository without passing tests: {len(set(failing))} test(s) fail on the unmodified "
+            f"repository (e.g. {failing[0]}); fix them or exclude them from --test-cmd "
+            f"(e.g. `--deselect {failing[0]}`)")
+    flaky = passed[0] ^ passed[1]
+    if flaky:
+        log.warning("%d test(s) passed in only one of two baseline runs (ignored): %s", len(flaky),
+                    ", ".join(sorted(flaky)[:5]))
+    return passed[0] & passed[1]
+

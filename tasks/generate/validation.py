@@ -1,0 +1,61 @@
+"""Stage 5 of the generator, validation: every staged task is validated (`tasks.check.validate`:
+its check fails on the bug, passes with the fix, gives the same verdict on every repeat, and the
+public tests run); an invalid one is removed from the staging folder and counted.
+
+What this does not guarantee: that a valid task stays valid on another machine (a check near its
+timeout, a test that depends on the environment)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from fixrl.tasks.check.validate import validate_suite
+from fixrl.tasks.format.loader import load_suite_config, load_task, task_defaults
+from fixrl.tasks.format.schema import Suite
+from fixrl.tasks.generate.config import GenerateConfig
+from fixrl.tasks.generate.progress import GenProgress
+from fixrl.tasks.generate.staging import remove_task
+from fixrl.tasks.generate.write import Written
+
+
+@dataclass(frozen=True)
+class Validation:
+    """Stage 5's result: the tasks dropped, with why (every other written task is valid)."""
+
+    invalid: dict[str, str]
+    """Task id -> why it is invalid, in the order written."""
+
+
+def validate_tasks(written: Written, cfg: GenerateConfig, progress: GenProgress) -> Validation:
+    """Validate the staged tasks and remove the invalid ones (nothing to do with `--no-validate`)."""
+    if not (cfg.validate and written.tasks):
+        return Validation({})
+    progress.note(f"validating {len(written.tasks)} tasks")
+    # Validation runs here (a cluster runner tests candidates only): this machine's workers.
+    jobs = cfg.workers or max(1, os.cpu_count() or 1)
+    verdicts = _validate(written.stage, [t.id for t in written.tasks], cfg.backend, jobs, cfg.repeats)
+    invalid: dict[str, str] = {}
+    for t in written.tasks:
+        ok, why = verdicts.get(t.id, (False, "not validated"))
+        if not ok:
+            invalid[t.id] = why
+            remove_task(written.stage, t.id)
+    return Validation(invalid)
+
+
+def _validate(out: Path, ids: list[str], backend: str, workers: int, repeats: int) -> dict[str, tuple[bool, str]]:
+    """task id -> (valid, why not), by `tasks.check.validate` (check fails on the bug, passes with the
+    fix, the same verdict on every repeat, the public tests run)."""
+    config = load_suite_config(out)
+    loaded = []
+    verdicts: dict[str, tuple[bool, str]] = {}
+    for tid in ids:
+        try:
+            loaded.append(load_task(out / "tasks" / "generated" / f"{tid}.yaml", task_defaults(config), out))
+        except ValueError as e:
+            verdicts[tid] = (False, f"does not load: {e}")
+    suite = Suite(dir=out, name=config.name or out.name, tasks=loaded)
+    for res in validate_suite(suite, backend=backend, jobs=workers, repeats=repeats):
+        verdicts[res.task_id] = (res.ok, "; ".join(res.reasons))
+    return verdicts
