@@ -10,8 +10,11 @@ Every mutant is verified by re-parsing: its text must parse to exactly the mutat
 site of that family in the function, without knowing where the bug is. It fixes a task only
 when the bug sits at that first site; that is the point (the blind policy's baseline).
 
+This module holds the records, the enumeration and the table of families; where a family can
+plant its bug is `mutate_sites`, the moves and the text they splice are `mutate_moves`.
+
 What this does not guarantee: that a mutant changes behaviour (equivalent mutants are found
-and dropped by running the tests, in `tasks.generate.pipeline`), nor that a mutant is type-correct.
+and dropped by running the tests, in `tasks.generate.search`), nor that a mutant is type-correct.
 """
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Testing the generator's candidates: in parallel, decided in order, journaled.
+"""Stage 3 of the generator, the search: testing the candidates in parallel, decided in order,
+journaled. `plan_selection` gives each candidate its covering tests (`Selection`);
+`search_candidates` runs the stage and returns a `SearchResult`.
 
 Each candidate (one mutant of one function) first runs the tests that cover its function
 (`Candidate.select`, from tasks.generate.coverage; without assertion rewriting, `--assert=plain`,
