@@ -47,7 +47,6 @@ what it cannot see; a candidate it misses is dropped as equivalent, never kept w
 from __future__ import annotations
 
 import json
-import logging
 import os
 import random
 import shutil
@@ -70,8 +69,6 @@ from fixrl.tasks.generate.search import Selection, plan_selection, search_candid
 from fixrl.tasks.generate.staging import STAGE_DIR, TRASH_DIR, publish, write_atomic
 from fixrl.tasks.generate.validation import validate_tasks
 from fixrl.tasks.generate.write import write_tasks
-
-log = logging.getLogger(__name__)
 
 __all__ = ["generate", "check_inputs", "GEN_DIR", "PLUGIN", "PLUGIN_SOURCE"]
 
@@ -191,7 +188,7 @@ def _generate(repo: Path, test_cmd: str, out: Path, cfg: GenerateConfig, runner:
         runner = runner or LocalRunner(workers, backend=cfg.backend)
         try:
             _write_plugins(work)
-            scanned = scan(work, cfg)  # 2
+            scanned = scan(work, cfg)  # 2, before 1: bad targeting flags fail before any test runs
             progress.note(f"{len(scanned.candidates)} candidates in {scanned.functions} functions of "
                           f"{len(scanned.files)} file(s)")
             base = baseline(runner, work, test_cmd, cfg, journal, progress)  # 1
