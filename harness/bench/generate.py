@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from rich.table import Table
 
-from fixrl.sandbox.bench import BenchError
+from fixrl.harness.bench.errors import BenchError
 from fixrl.tasks.generate.execute import LocalRunner, TestJob, run_job
 from fixrl.tasks.generate.journal import Journal
 from fixrl.tasks.generate.mutate import OPERATORS

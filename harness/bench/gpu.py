@@ -29,9 +29,9 @@ from typing import Any, Literal
 
 from rich.table import Table
 
-from fixrl.sandbox.bench import BenchError
-from fixrl.train.bench_grpo import MIB, WORKER, ShapeConfig, predicted, shape_of, worker_argv
-from fixrl.train.bench_proc import WorkerFailed, run_worker
+from fixrl.harness.bench.errors import BenchError
+from fixrl.harness.bench.grpo_step import MIB, WORKER, ShapeConfig, predicted, shape_of, worker_argv
+from fixrl.harness.bench.proc import WorkerFailed, run_worker
 from fixrl.train.memory_model import T4_BYTES
 
 MIN_SECONDS = 30

@@ -26,13 +26,13 @@ from typing import Any
 from rich.table import Table
 
 from fixrl.harness.agent.precision import PRECISIONS
-from fixrl.sandbox.bench import BenchError
-from fixrl.train.bench_logprobs import layout
-from fixrl.train.bench_proc import WorkerFailed, available_gib, run_worker
+from fixrl.harness.bench.errors import BenchError
+from fixrl.harness.bench.logprobs import layout
+from fixrl.harness.bench.proc import WorkerFailed, available_gib, run_worker
 from fixrl.train.memory_model import GIB, QWEN25, SHAPES, T4_BYTES, ModelShape, predict
 
 MIB = 2 ** 20
-WORKER = "fixrl.train.bench_update"
+WORKER = "fixrl.harness.bench.update_worker"
 
 
 @dataclass

@@ -42,8 +42,8 @@ from typing import Any
 
 from rich.table import Table
 
-from fixrl.sandbox.bench import BenchError
-from fixrl.train.bench_proc import (
+from fixrl.harness.bench.errors import BenchError
+from fixrl.harness.bench.proc import (
     WorkerFailed,
     available_gib,
     cpu_seconds,
@@ -182,7 +182,7 @@ def _worker(name: str, cfg: Config) -> dict:
 # ----------------------------------------------------------------------------- driver side
 def _measure(name: str, cfg: Config) -> dict:
     try:
-        return run_worker("fixrl.train.bench_logprobs", [name, json.dumps(asdict(cfg))], cfg.timeout)
+        return run_worker("fixrl.harness.bench.logprobs", [name, json.dumps(asdict(cfg))], cfg.timeout)
     except WorkerFailed as e:
         raise BenchError(f"bench logprobs: {name} failed ({e}); --timeout sets the seconds per measurement") from None
 

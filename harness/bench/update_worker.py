@@ -34,8 +34,8 @@ import torch
 
 from fixrl.harness.agent.precision import autocast, compute_dtype
 from fixrl.harness.agent.trajectory import Trajectory
-from fixrl.train.bench_logprobs import largest_chunk, layout
-from fixrl.train.bench_proc import cpu_seconds, reset_peak, status_mib
+from fixrl.harness.bench.logprobs import largest_chunk, layout
+from fixrl.harness.bench.proc import cpu_seconds, reset_peak, status_mib
 from fixrl.train.config import LoRAConfig, make_config
 from fixrl.train.memory_model import SHAPES, ModelShape
 from fixrl.train.precision import mixed_precision
@@ -295,7 +295,7 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m fixrl.train.bench_update")
+    p = argparse.ArgumentParser(prog="python -m fixrl.harness.bench.update_worker")
     p.add_argument("--size", choices=sorted(SHAPES), required=True)
     p.add_argument("--layers", type=int, default=None, help="decoder layers (default: the shape's own)")
     p.add_argument("--precision", default="fp16")
