@@ -11,8 +11,10 @@ number of turns of the same length, and the same hidden check at the end.
 Figures: episodes/min and tokens/s over the whole run (generation, env steps and the hidden
 checks), and generation-only tokens/s (time inside `policy.generate`). The hidden checks
 (one pytest run per episode, forked from an interpreter that keeps pytest imported: see
-sandbox.forking) can only be spread over the machine's cores, so on 2 cores they bound the
-end-to-end gain; the generation-only ratio is the batching itself.
+sandbox.forking) can only be spread over the machine's cores, so on a machine of few cores they
+bound the end-to-end gain; the generation-only ratio is the batching itself. Not guaranteed: the
+tiny checkpoint's random replies stand in for a model's, so the figures are the loop's and the
+sandboxes' costs, not a trained model's episode lengths.
 """
 from __future__ import annotations
 

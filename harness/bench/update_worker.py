@@ -1,5 +1,5 @@
 """The measuring side of `fixrl bench grpo-step` (CPU) and `fixrl bench gpu`: one process per
-model size, run as `python -m fixrl.train.bench_update ...`, prints one JSON line.
+model size, run as `python -m fixrl.harness.bench.update_worker ...`, prints one JSON line.
 
 For a Qwen2.5 shape with random weights and a new LoRA adapter (r16, all linear layers, made by
 `train.model.make_trainable`, as training makes it) it measures, in this order:
@@ -12,7 +12,7 @@ For a Qwen2.5 shape with random weights and a new LoRA adapter (r16, all linear 
   (which allocates AdamW's state, as every update after a run's first finds it). Its group
   partner has no policy tokens, so the update makes exactly one forward, over that trajectory.
 
-Memory: on a CPU, peak RSS (`train/bench_proc.py`; `total` is the peak above the RSS the process
+Memory: on a CPU, peak RSS (`proc.py`; `total` is the peak above the RSS the process
 had before it built any model); on CUDA, the caching allocator's peak allocated bytes (`total`
 absolute, as a T4 would have to hold them) and reserved bytes. On CUDA `--cap-bytes` caps the
 process with `torch.cuda.set_per_process_memory_fraction`; on a CPU it caps the address space
