@@ -1,7 +1,7 @@
 """ForkingSandbox: a local sandbox that keeps one Python process ready to fork.
 
 A hidden check's cost on a small repository is mostly starting Python and importing pytest
-(about 0.2 of its 0.25 CPU-seconds), paid again by every episode. A ForkingSandbox runs a
+(docs/benchmarks.md has the figures), paid again by every episode. A ForkingSandbox runs a
 long-lived interpreter (the "zygote") under the same bubblewrap isolation, uid and rlimits as
 its commands; the zygote runs a caller's PRELUDE once (e.g. importing pytest), then the
 prelude's `_before_fork()` if it defines one (a warm-up: its errors are logged), and then, per

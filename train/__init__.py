@@ -9,5 +9,4 @@ modules that need them, not here.
     model.py       load/save LoRA adapters or full models; the KL reference without a 2nd model
     sft.py         SFT on chat messages or fixrl trajectories, masked to assistant tokens
     grpo.py        the GRPO loop: sample -> advantages -> loss -> step, logs, evals, checkpoints
-    bench_logprobs.py  `fixrl bench logprobs`
 """

@@ -14,8 +14,8 @@ from fixrl.evals.run import EvalError
 from fixrl.harness.agent.policies import PolicyError
 from fixrl.harness.agent.precision import PrecisionError
 from fixrl.harness.agent.rollout import TemplateError
+from fixrl.harness.bench.errors import BenchError
 from fixrl.sandbox import SandboxConfigError, SandboxError
-from fixrl.sandbox.bench import BenchError
 from fixrl.tasks.format.loader import TaskError
 from fixrl.tasks.generate.config import GenerateError
 from fixrl.train.errors import DataError, ModelError, RunError

@@ -3,31 +3,30 @@ baseline measured in the same run (these machines are shared and noisy), and the
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 
 from fixrl.harness.agent.transcript import make_console
+from fixrl.harness.bench import check, generate, gpu, grpo_step, logprobs, rollout, sandbox
 from fixrl.harness.cli.flags import add_config_flags, given_fields
 
 # subcommand -> (module, help). Each module defines a `Config` dataclass (its flags),
-# `measure(cfg) -> dict` and `show(result, console)`; it is imported when the parser is built
-# (for its Config), and only what `measure` needs beyond that (torch, docker) inside it.
+# `measure(cfg) -> dict` and `show(result, console)`; the parser reads its Config, and only what
+# `measure` needs beyond that (torch, docker) is imported inside it.
 BENCHES = {
-    "sandbox": ("fixrl.sandbox.bench", "tool-call latency, reset and start-up against plain `docker exec`"),
-    "rollout": ("fixrl.harness.agent.bench_rollout", "episodes/min and tokens/s, batched against one at a time"),
-    "check": ("fixrl.tasks.check.bench", "seconds per hidden check with the runtime guard against without it"),
-    "logprobs": ("fixrl.train.bench_logprobs", "peak memory and time of reply log-probs against naive paths"),
-    "grpo-step": ("fixrl.train.bench_grpo", "one whole GRPO update at Qwen2.5 sizes on the CPU, and the memory model"),
-    "gpu": ("fixrl.train.bench_gpu", "the T4 check: fp16 GRPO updates at 0.5B/1.5B/3B under a 15 GB cap (CUDA)"),
-    "generate": ("fixrl.tasks.generate.bench", "generator candidates/min: covering tests against the whole suite"),
+    "sandbox": (sandbox, "tool-call latency, reset and start-up against plain `docker exec`"),
+    "rollout": (rollout, "episodes/min and tokens/s, batched against one at a time"),
+    "check": (check, "seconds per hidden check with the runtime guard against without it"),
+    "logprobs": (logprobs, "peak memory and time of reply log-probs against naive paths"),
+    "grpo-step": (grpo_step, "one whole GRPO update at Qwen2.5 sizes on the CPU, and the memory model"),
+    "gpu": (gpu, "the T4 check: fp16 GRPO updates at 0.5B/1.5B/3B under a 15 GB cap (CUDA)"),
+    "generate": (generate, "generator candidates/min: covering tests against the whole suite"),
 }
 
 
 def register(sub) -> None:
     bench = sub.add_parser("bench", help="benchmarks (ratios against an in-run baseline)")
     bench_sub = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
-    for name, (module_name, help_text) in BENCHES.items():
-        module = importlib.import_module(module_name)
+    for name, (module, help_text) in BENCHES.items():
         p = bench_sub.add_parser(name, help=help_text, description=module.__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("--json", action="store_true", help="print the figures as JSON")

@@ -11,8 +11,10 @@ number of turns of the same length, and the same hidden check at the end.
 Figures: episodes/min and tokens/s over the whole run (generation, env steps and the hidden
 checks), and generation-only tokens/s (time inside `policy.generate`). The hidden checks
 (one pytest run per episode, forked from an interpreter that keeps pytest imported: see
-sandbox.forking) can only be spread over the machine's cores, so on 2 cores they bound the
-end-to-end gain; the generation-only ratio is the batching itself.
+sandbox.forking) can only be spread over the machine's cores, so on a machine of few cores they
+bound the end-to-end gain; the generation-only ratio is the batching itself. Not guaranteed: the
+tiny checkpoint's random replies stand in for a model's, so the figures are the loop's and the
+sandboxes' costs, not a trained model's episode lengths.
 """
 from __future__ import annotations
 
@@ -30,8 +32,9 @@ from fixrl.envs import EnvConfig
 from fixrl.harness.agent.local import LocalRollouts
 from fixrl.harness.agent.policies import TimedPolicy
 from fixrl.harness.agent.tiny import cache_dir, init_tiny, make_tiny_suite
+from fixrl.harness.bench import ray as ray_bench
+from fixrl.harness.bench.errors import BenchError
 from fixrl.sandbox import SandboxConfig
-from fixrl.sandbox.bench import BenchError
 from fixrl.tasks.check.run import PRELUDE
 
 
@@ -60,7 +63,7 @@ class Config:
     repeats: int = 3
     """Runs of each arm, interleaved; each arm's fastest is reported (not with --ray: run it again)."""
     ray: str | None = None
-    """Measure the environment side on a Ray cluster instead (bench_ray: scripted episodes on the gym
+    """Measure the environment side on a Ray cluster instead (scripted episodes on the gym
     suite): `local` (`ray start` processes on this machine, torn down after), `auto` or HOST:PORT."""
     nodes: int = 3
     """With --ray: the most worker nodes measured (1, 2, ... up to this many)."""
@@ -108,10 +111,7 @@ def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, back
 def measure(cfg: Config) -> dict[str, Any]:
     """Both arms, each `cfg.repeats` times interleaved; the fastest run of each and the ratios."""
     if cfg.ray:
-        # Here, not above: bench_ray uses this module's BenchError (and Ray, through its pool).
-        from fixrl.harness.agent import bench_ray  # noqa: PLC0415
-
-        return bench_ray.measure(cfg)
+        return ray_bench.measure(cfg)
     from fixrl.harness.agent.policies.hf import HFPolicy  # noqa: PLC0415 - torch and transformers, only when the bench runs
 
     cfg.validate()
@@ -154,11 +154,9 @@ def measure(cfg: Config) -> dict[str, Any]:
 
 
 def show(result: dict[str, Any], console: Any) -> None:
-    """The two arms and their ratios as a table (or the cluster benchmark's, bench_ray)."""
+    """The two arms and their ratios as a table (or the cluster benchmark's, harness/bench/ray.py)."""
     if "tool_call" in result:
-        from fixrl.harness.agent import bench_ray  # noqa: PLC0415 - see measure
-
-        return bench_ray.show(result, console)
+        return ray_bench.show(result, console)
 
     table = Table(title=f"agent loop on {Path(result['model']).name}, fastest of {result['repeats']} runs per arm "
                         f"({result['device']}, {result['cpus']} CPUs, "

@@ -2,7 +2,7 @@
 
 Caps the process at a T4's memory (`torch.cuda.set_per_process_memory_fraction` to 15 GB of the
 device's total: `memory_model.T4_BYTES`), then, for Qwen2.5-0.5B, 1.5B and 3B with random weights,
-each size in a fresh subprocess (`train/bench_update.py`: an out-of-memory or a crash in one
+each size in a fresh subprocess (`update_worker.py`: an out-of-memory or a crash in one
 leaves the others to run):
 - the memory model's measured terms on a one-layer model of the size, on the GPU;
 - one fp16 GRPO update (`grpo_update`: fp16 frozen weights, float32 LoRA r16, fp16 autocast,
@@ -10,8 +10,8 @@ leaves the others to run):
   warm-up update: peak allocated and reserved memory, step seconds, and whether it fit.
 Writes everything to one JSON file (`--out`), with the memory model's prediction beside each
 measurement, and prints a table. Sizes run smallest first under a deadline (`--deadline`, 480 s
-by default: a modern GPU needs about a minute a size); a size the deadline leaves no time for
-is recorded as not run.
+by default); a size the deadline leaves no time for is recorded as not run. Not guaranteed: step
+seconds are the GPU's it runs on, not a T4's; only the memory cap stands in for a T4.
 
 `--device cpu` runs the same driver and workers on the CPU (`--layers 2 --sizes tiny` for a dry
 run in a test): the cap becomes an address-space limit, memory is peak RSS, and fp16 there is
@@ -29,9 +29,9 @@ from typing import Any, Literal
 
 from rich.table import Table
 
-from fixrl.sandbox.bench import BenchError
-from fixrl.train.bench_grpo import MIB, WORKER, ShapeConfig, predicted, shape_of, worker_argv
-from fixrl.train.bench_proc import WorkerFailed, run_worker
+from fixrl.harness.bench.errors import BenchError
+from fixrl.harness.bench.grpo_step import MIB, WORKER, ShapeConfig, predicted, shape_of, worker_argv
+from fixrl.harness.bench.proc import WorkerFailed, run_worker
 from fixrl.train.memory_model import T4_BYTES
 
 MIN_SECONDS = 30

@@ -1,5 +1,5 @@
 """Measuring one step in a fresh subprocess: peak RSS, CPU seconds, and the worker plumbing the
-train benches share (`fixrl bench logprobs | grpo-step | gpu`).
+train-side benches share (`fixrl bench logprobs | grpo-step | gpu`).
 
 Why a subprocess per measurement: torch's CPU allocator keeps no statistics and tracemalloc does
 not see it, so a worker builds its model, resets the kernel's peak-RSS counter (writing 5 to

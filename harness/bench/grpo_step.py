@@ -1,14 +1,14 @@
 """`fixrl bench grpo-step`: one whole GRPO update at Qwen2.5's real sizes on the CPU, and the
 memory model those measurements calibrate.
 
-What runs (`train/bench_update.py` measures, one fresh subprocess per size and precision):
+What runs (`update_worker.py` measures, one fresh subprocess per size and precision):
 - the whole update, `train.grpo.grpo_update` (forward, backward, AdamW step; LoRA r16 on every
   linear layer; one forward over one 6-turn trajectory of 5,600 tokens, 600 of them the
   model's), at Qwen2.5-0.5B's and 1.5B's full configurations with random weights: peak RSS,
   CPU seconds of one torch thread, wall seconds; in bf16 and in fp32 by default. bf16 stands in
-  for the T4's fp16: the same bytes per weight and activation, and this machine's CPUs multiply
-  bfloat16 ~3x faster than float32 but float16 ~40x slower (no AVX512-FP16), so a full-size fp16
-  update would take hours here. The fp16 code path itself is tested on the tiny checkpoint
+  for the T4's fp16: the same bytes per weight and activation, while a CPU without AVX512-FP16
+  multiplies float16 in software, far slower than bfloat16 (docs/benchmarks.md has the figures).
+  The fp16 code path itself is tested on the tiny checkpoint
   (tests/train/test_precision.py). A size that would not fit in the memory available is not run,
   and the output says so.
 - the memory model's two measured terms (`train/memory_model.py`) for 0.5B, 1.5B and 3B at 5,600
@@ -16,6 +16,8 @@ What runs (`train/bench_update.py` measures, one fresh subprocess per size and p
   of an fp16 LoRA update on a GPU beside the T4's 15 GB. The model is checked here against every
   whole update measured (predicted / measured total), and on a GPU by `fixrl bench gpu`.
 The comparison made in the same run is bf16 against fp32 (memory and time of the same update).
+Not guaranteed: CPU seconds say nothing of a GPU's speed, and random weights nothing of a
+trained model's loss; the memory figures are the process's peak RSS, not a GPU allocator's.
 """
 from __future__ import annotations
 
@@ -26,13 +28,13 @@ from typing import Any
 from rich.table import Table
 
 from fixrl.harness.agent.precision import PRECISIONS
-from fixrl.sandbox.bench import BenchError
-from fixrl.train.bench_logprobs import layout
-from fixrl.train.bench_proc import WorkerFailed, available_gib, run_worker
+from fixrl.harness.bench.errors import BenchError
+from fixrl.harness.bench.logprobs import layout
+from fixrl.harness.bench.proc import WorkerFailed, available_gib, run_worker
 from fixrl.train.memory_model import GIB, QWEN25, SHAPES, T4_BYTES, ModelShape, predict
 
 MIB = 2 ** 20
-WORKER = "fixrl.train.bench_update"
+WORKER = "fixrl.harness.bench.update_worker"
 
 
 @dataclass
@@ -76,7 +78,7 @@ class Config(ShapeConfig):
     """`fixrl bench grpo-step`."""
 
     precisions: list[str] = field(default_factory=lambda: ["bf16", "fp32"])
-    """Precisions of the whole update, comma-separated (fp16 on a CPU without AVX512-FP16 is ~40x slower)."""
+    """Precisions of the whole update, comma-separated (fp16 on a CPU without AVX512-FP16 is emulated: very slow)."""
     model_sizes: list[str] = field(default_factory=lambda: list(QWEN25))
     """Sizes the memory model predicts."""
     model_tokens: list[int] = field(default_factory=lambda: [5600, 8000])
@@ -178,7 +180,7 @@ def measure(cfg: Config) -> dict[str, Any]:
     r = {"what": "one GRPO update (grpo_update: forward, backward, AdamW; LoRA r16 all-linear; one forward over one "
                  f"{cfg.turns}-turn trajectory) at Qwen2.5 shapes with random weights, CPU, {cfg.threads} torch "
                  "thread(s)",
-         "memory_method": "peak RSS above the RSS before any model (fresh subprocess each; train/bench_proc.py)",
+         "memory_method": "peak RSS above the RSS before any model (fresh subprocess each; harness/bench/proc.py)",
          "updates": runs, "ratios": _ratios(runs, cfg.tokens[0]),
          "memory_model": {"what": "predicted peak of an fp16 LoRA update on a GPU (train/memory_model.py): weights + "
                                   "adapter and AdamW + checkpointed block inputs + max(one head chunk, one layer's "

@@ -12,13 +12,8 @@ from typing import Any, Literal
 
 from rich.table import Table
 
+from fixrl.harness.bench.errors import BenchError
 from fixrl.sandbox import DEFAULT_IMAGE, open_sandbox
-
-
-class BenchError(ValueError):
-    """A benchmark that cannot run as asked (the message names the setting); every `fixrl bench`
-    raises this one."""
-
 
 TARGET_EXEC_RATIO = 8.0
 TARGET_RESET_MS = 150.0

@@ -10,7 +10,7 @@ suite or the selected tests, each in a fresh interpreter (`exec`) or in a fork o
 (the local backend's default); selected runs skip assertion rewriting, as the generator's do
 (their failures are never read). The arms take turns on chunks of candidates so that a noisy
 machine weighs on all of them alike. The figures: wall seconds and candidates per minute per
-arm, the ratio to the whole suite in a fresh interpreter (how the generator ran before), and
+arm, the ratio to the whole suite in a fresh interpreter (the generator without selection), and
 whether selection decided every candidate as the whole suite did (a candidate the whole suite
 detects and its selection does not is a `miss`). The generator also runs the whole suite once
 for every candidate whose selection breaks something; `with kept runs` adds that cost (the
@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from rich.table import Table
 
-from fixrl.sandbox.bench import BenchError
+from fixrl.harness.bench.errors import BenchError
 from fixrl.tasks.generate.baseline import baseline
 from fixrl.tasks.generate.candidate import Candidate
 from fixrl.tasks.generate.config import GenerateConfig, GenerateError
@@ -68,7 +68,7 @@ class Config:
 
 ARMS = [("whole suite, fresh interpreter", True, False), ("whole suite, forked", True, True),
         ("selected tests, fresh interpreter", False, False), ("selected tests, forked", False, True)]
-"""(name, whole suite, forked). The first is how every candidate ran before test selection."""
+"""(name, whole suite, forked). The first runs every candidate as the generator would without test selection."""
 
 
 def measure(cfg: Config) -> dict[str, Any]:

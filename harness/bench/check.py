@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from rich.table import Table
 
+from fixrl.harness.bench.errors import BenchError
 from fixrl.sandbox import SandboxPool
-from fixrl.sandbox.bench import BenchError
 from fixrl.tasks.check.guard import spec_between
 from fixrl.tasks.check.run import run_check
 from fixrl.tasks.format.loader import load_suite

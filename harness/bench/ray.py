@@ -37,13 +37,13 @@ from rich.table import Table
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.envs.types import Malformed, ToolCall
-from fixrl.harness.agent.bench_rollout import BenchError
 from fixrl.harness.agent.local import LocalEnvSide, LocalRollouts
 from fixrl.harness.agent.policies.scripted import ScriptedPolicy
 from fixrl.harness.agent.ray_envside import RayEnvSide
 from fixrl.harness.agent.ray_local import LocalCluster
 from fixrl.harness.agent.ray_pool import RESOURCE, WorkerPool, connect
 from fixrl.harness.agent.ray_rollouts import RayRollouts
+from fixrl.harness.bench.errors import BenchError
 from fixrl.sandbox import SandboxConfig, SandboxPool
 from fixrl.tasks.suites import GYM_SUITE
 
@@ -190,7 +190,7 @@ def _cluster(cfg, tmp: Path, stack):
 
 
 def measure(cfg) -> dict[str, Any]:
-    """Every arm on the cluster `cfg.ray` names (bench_rollout.Config) and the projection."""
+    """Every arm on the cluster `cfg.ray` names (harness/bench/rollout.py's Config) and the projection."""
     if min(cfg.nodes, cfg.slots, cfg.calls, cfg.episodes) < 1:
         raise BenchError("bench rollout --ray: nodes, slots, calls and episodes must be >= 1")
     suite = tasks_pkg.load_suite(Path(cfg.suite) if cfg.suite else GYM_SUITE)

@@ -1,5 +1,5 @@
 """The measuring side of `fixrl bench grpo-step` (CPU) and `fixrl bench gpu`: one process per
-model size, run as `python -m fixrl.train.bench_update ...`, prints one JSON line.
+model size, run as `python -m fixrl.harness.bench.update_worker ...`, prints one JSON line.
 
 For a Qwen2.5 shape with random weights and a new LoRA adapter (r16, all linear layers, made by
 `train.model.make_trainable`, as training makes it) it measures, in this order:
@@ -12,7 +12,7 @@ For a Qwen2.5 shape with random weights and a new LoRA adapter (r16, all linear 
   (which allocates AdamW's state, as every update after a run's first finds it). Its group
   partner has no policy tokens, so the update makes exactly one forward, over that trajectory.
 
-Memory: on a CPU, peak RSS (`train/bench_proc.py`; `total` is the peak above the RSS the process
+Memory: on a CPU, peak RSS (`proc.py`; `total` is the peak above the RSS the process
 had before it built any model); on CUDA, the caching allocator's peak allocated bytes (`total`
 absolute, as a T4 would have to hold them) and reserved bytes. On CUDA `--cap-bytes` caps the
 process with `torch.cuda.set_per_process_memory_fraction`; on a CPU it caps the address space
@@ -34,8 +34,8 @@ import torch
 
 from fixrl.harness.agent.precision import autocast, compute_dtype
 from fixrl.harness.agent.trajectory import Trajectory
-from fixrl.train.bench_logprobs import largest_chunk, layout
-from fixrl.train.bench_proc import cpu_seconds, reset_peak, status_mib
+from fixrl.harness.bench.logprobs import largest_chunk, layout
+from fixrl.harness.bench.proc import cpu_seconds, reset_peak, status_mib
 from fixrl.train.config import LoRAConfig, make_config
 from fixrl.train.memory_model import SHAPES, ModelShape
 from fixrl.train.precision import mixed_precision
@@ -295,7 +295,7 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m fixrl.train.bench_update")
+    p = argparse.ArgumentParser(prog="python -m fixrl.harness.bench.update_worker")
     p.add_argument("--size", choices=sorted(SHAPES), required=True)
     p.add_argument("--layers", type=int, default=None, help="decoder layers (default: the shape's own)")
     p.add_argument("--precision", default="fp16")

@@ -2,7 +2,7 @@
 
 Model: Qwen2.5-0.5B's dimensions (vocab 151,936, hidden 896, 14 heads / 2 KV heads,
 intermediate 4,864, tied embeddings) with random weights and by default FEWER decoder layers
-than the real 24 (4, so the run takes minutes on a CPU; `--layers all` runs all 24). The output head's memory
+than the real 24 (4, to keep a CPU run short; `--layers all` runs all 24). The output head's memory
 and time do not depend on the layer count; the decoder's time does, and it is what separates
 (b) from (c): (b) runs every layer over about 3.6 times as many positions. With fewer layers
 the head's fixed cost is a larger share of both, so the measured time ratio understates the
@@ -22,9 +22,9 @@ positions; "one chunk": fixrl's head on one chunk alone, as many positions as th
 chunk it computes: the ~600 positions are split into equal chunks of at most --chunk-size).
 
 How memory is measured: peak RSS above the RSS before the step, each measurement in a fresh
-subprocess (`train/bench_proc.py` says how and why). The naive step (a) keeps every layer's
+subprocess (`proc.py` says how and why). The naive step (a) keeps every layer's
 activations and the [T, V] logits; when the estimate of what it needs exceeds the memory
-available (at 24 layers it does, on a 24 GiB machine) it is not run, and the output says so.
+available it is not run, and the output says so.
 Time is the CPU seconds (user + system) the process spent in the step, from getrusage, with one
 torch thread by default (`--threads`): on a machine shared with other jobs, wall-clock time of
 runs made one after another measures the neighbours' load as much as the method, and with
@@ -42,8 +42,8 @@ from typing import Any
 
 from rich.table import Table
 
-from fixrl.sandbox.bench import BenchError
-from fixrl.train.bench_proc import (
+from fixrl.harness.bench.errors import BenchError
+from fixrl.harness.bench.proc import (
     WorkerFailed,
     available_gib,
     cpu_seconds,
@@ -62,7 +62,7 @@ class Config:
     """`fixrl bench logprobs`."""
 
     layers: str = "4"
-    """Decoder layers: a number from 1 to 24, or `all` (Qwen2.5-0.5B has 24; 4 keeps the run to minutes)."""
+    """Decoder layers: a number from 1 to 24, or `all` (Qwen2.5-0.5B has 24; 4 keeps a CPU run short)."""
     tokens: int = 5600
     """Trajectory length."""
     reply_tokens: int = 600
@@ -182,7 +182,7 @@ def _worker(name: str, cfg: Config) -> dict:
 # ----------------------------------------------------------------------------- driver side
 def _measure(name: str, cfg: Config) -> dict:
     try:
-        return run_worker("fixrl.train.bench_logprobs", [name, json.dumps(asdict(cfg))], cfg.timeout)
+        return run_worker("fixrl.harness.bench.logprobs", [name, json.dumps(asdict(cfg))], cfg.timeout)
     except WorkerFailed as e:
         raise BenchError(f"bench logprobs: {name} failed ({e}); --timeout sets the seconds per measurement") from None
 
