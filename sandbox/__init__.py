@@ -14,8 +14,8 @@ from __future__ import annotations
 from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, Sandbox, SandboxError
 from fixrl.sandbox.config import SandboxConfig, SandboxConfigError
 from fixrl.sandbox.factory import BACKENDS, DEFAULT_IMAGE, open_sandbox
+from fixrl.sandbox.inside.server import NotRegularFileError
 from fixrl.sandbox.pool import SandboxPool
-from fixrl.sandbox.server import NotRegularFileError
 
 __all__ = ["WORKDIR", "DEFAULT_IMAGE", "BACKENDS", "ExecResult", "Limits", "Sandbox",
            "SandboxError", "NotRegularFileError", "SandboxPool", "SandboxConfig", "SandboxConfigError", "open_sandbox"]
