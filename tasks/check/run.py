@@ -32,8 +32,8 @@ sandbox (`PythonForker`: the rollouts' local check sandboxes) the runner's modul
 once, from the sandbox's read-only copy of the inside package, in a long-lived interpreter that
 never sees repository code, and each check is a fork of it that calls `supervise`: same
 supervisor, guard and verdict, without starting Python and importing pytest each time
-(sandbox.forking says what that interpreter guarantees). Commands a fork cannot reproduce (interpreter flags, PYTHON* variables but
-PYTHONPATH) start a fresh interpreter as before.
+(sandbox.forking says what that interpreter guarantees). Commands a fork cannot reproduce
+(interpreter flags, PYTHON* variables but PYTHONPATH) start a fresh interpreter as before.
 """
 from __future__ import annotations
 
