@@ -284,7 +284,8 @@ class LocalSandbox:
 
     def _probe_bwrap(self) -> str | None:
         """Why bubblewrap cannot be used here (None: it works), checked once per process by
-        running the interpreter inside a real sandbox."""
+        running the interpreter inside a real sandbox (on a file of the inside package's copy,
+        which the sandbox must see too)."""
         is_root = self.uid is not None
         with _probe_lock:
             if is_root not in _bwrap_ok:
@@ -292,7 +293,7 @@ class LocalSandbox:
                 if shutil.which("bwrap") is None:
                     why = "`bwrap` not found (install the bubblewrap package)"
                 else:
-                    argv = self._argv("python -c pass", 30, isolation="bwrap")
+                    argv = self._argv(f"python {shipping.in_sandbox('__init__.py')}", 30, isolation="bwrap")
                     try:
                         r = subprocess.run(argv, capture_output=True, timeout=30, cwd=self.ws,
                                            env=self._env("bwrap"))
@@ -311,7 +312,8 @@ class LocalSandbox:
         """Without bwrap, as root: the sandbox's uid must be able to run the interpreter (it
         cannot when Python lives under a private directory such as /root). Commands never
         run as root: a `kill -9 -1` there would take the whole machine down."""
-        r = subprocess.run(self._argv("python -c pass", 30, isolation="none"), cwd=self.ws,
+        probe = f"python {shipping.in_sandbox('__init__.py', self.lib)}"  # a docstring: runs nothing
+        r = subprocess.run(self._argv(probe, 30, isolation="none"), cwd=self.ws,
                            env=self._env("none"), capture_output=True, timeout=30)
         if r.returncode != 0:
             raise SandboxError(
