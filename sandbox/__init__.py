@@ -8,6 +8,10 @@
 never modified). Backends: "local" (LocalSandbox: no daemon; see sandbox/local.py for what it
 does not protect against) and "docker" (DockerSandbox: hardened container, persistent exec
 server). `SandboxPool` keeps n of them for reuse across episodes.
+
+What runs inside a sandbox -- the exec server, the forking sandbox's interpreter, the hidden
+check's runner, the generator's pytest plugins -- is in `sandbox/inside` (it imports nothing
+else of fixrl), and `sandbox.shipping` brings it there.
 """
 from __future__ import annotations
 

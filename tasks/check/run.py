@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 from fixrl.sandbox import shipping
 from fixrl.sandbox.base import SandboxError
 from fixrl.sandbox.forking import ZygoteDied
-from fixrl.sandbox.inside.check.base import JUNIT_NAME, LAUNCHER_PREFIX, REPORT_NAME
+from fixrl.sandbox.inside.check.base import FRAME_TAG, JUNIT_NAME, LAUNCHER_PREFIX, REPORT_NAME
 from fixrl.tasks.format.loader import field_text
 from fixrl.tasks.format.pytest_command import PytestCommand, parse_pytest_command
 
@@ -72,7 +72,7 @@ check; `_before_fork` is the pytest warm-up)."""
 RUNNER_FILES = {rel: shipping.source(rel) for rel in [*shipping.package_files("check"), "warmup.py"]}
 """The runner's files (paths in the inside package -> text): what a one-shot check ships."""
 _LAUNCHER = "check/launch.py"
-_FRAME_RE = re.compile(r"\x00fixrl-check-report ([0-9a-f]{64}) (\d+)\x00\n?")
+_FRAME_RE = re.compile("\x00" + re.escape(FRAME_TAG) + r" ([0-9a-f]{64}) (\d+)\x00\n?")
 
 Outcome = Literal["pass", "fail", "error"]
 

@@ -17,6 +17,8 @@ EVENTS_NAME = ".fixrl-events"
 JUNIT_NAME = ".fixrl-junit.xml"
 REPORT_NAME = ".fixrl-report.json"
 LAUNCHER_PREFIX = ".fixrl-launch-"
+"""The folder of the private directory a one-shot check's runner files are written to (public
+sources: reading them is no tampering; the supervisor deletes it first thing)."""
 FRAME_TAG = "fixrl-check-report"
 TAMPER_EXIT = 97
 """Exit status of a judged process the guard stopped."""
