@@ -8,7 +8,7 @@ cgroup v2 where fixrl's parent group delegates both controllers to new children.
 `Limits.memory_mb` (resident memory and page cache, no swap), so that threads, whose stacks and
 malloc arenas are mostly reserved address space, cost what they use. Commands enter the group
 before anything of theirs runs: `launch_prefix()` is a shell that writes its own pid into the
-group and then execs the command. `limit_counters` / `limit_note` (sandbox.server) say after a
+group and then execs the command. `limit_counters` / `limit_note` (sandbox.inside.server) say after a
 command whether a limit was reached.
 
 What it does not guarantee: a host without a usable cgroup (a non-root user without a delegated

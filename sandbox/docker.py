@@ -8,14 +8,19 @@ a per-process session label; they are removed on close, by an atexit handler, by
 itself when the host process dies (the server exits when its stdin closes and the container
 is auto-removed), and by `fixrl sandbox cleanup`.
 
-Fast tool calls: the container's main process is `sandbox/server.py` (standard library only),
-which reads requests on stdin and answers on stdout; the host keeps one attach stream open,
+Fast tool calls: the container's main process is `sandbox/inside/server.py` (standard library
+only), which reads requests on stdin and answers on stdout; the host keeps one attach stream open,
 so a call is one round trip instead of a `docker exec` (see `fixrl bench sandbox`). As PID 1
 it cannot be killed from inside the container (`kill -9 1` and `kill -9 -1` included), and
 commands it starts are the OOM killer's first choice. Should the container die anyway
 (killed from outside, the daemon restarted), the call raises SandboxError with the reason
 (a warning is logged) and a pool replaces the sandbox; it is never silently restarted with
 the agent's edits lost.
+
+The server's file comes from this process's copy of the inside package, bind-mounted read-only
+at /run/fixrl/lib (sandbox.shipping): the image needs no rebuild, a mount costs nothing per
+container, and a copy into the container is no option (its read-only root filesystem refuses
+one before start). The daemon must therefore see this machine's files (a local daemon).
 
 Fast reset: the initial workspace stays on the host; a reset kills every process but the
 server, empties /tmp, and rewrites only the entries whose stamps changed.
@@ -38,8 +43,9 @@ from pathlib import Path
 import requests.exceptions
 import tenacity
 
-from fixrl.sandbox import server
+from fixrl.sandbox import shipping
 from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
+from fixrl.sandbox.inside import server
 from fixrl.sandbox.workspace import Pristine, changed_candidates, diff_contents, plan_restore, read_tree
 
 log = logging.getLogger(__name__)
@@ -53,7 +59,6 @@ BATCH_BYTES = 8 << 20
 """Workspace writes are sent in requests of about this size."""
 RPC_MARGIN = 30.0
 """Seconds a request may take beyond its own timeout before the sandbox counts as hung."""
-_SERVER_SOURCE = Path(server.__file__).read_text()
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp",
        "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_ADDOPTS": "-p no:cacheprovider"}
 
@@ -223,13 +228,14 @@ class DockerSandbox:
                    "/tmp": f"{tmpfs_opts},mode=1777,size={tmp_mb}m"},
             ulimits=[docker.types.Ulimit(name="fsize", soft=lim.file_size_mb << 20,
                                          hard=lim.file_size_mb << 20)],
-            log_config=docker.types.LogConfig(type="none"), ipc_mode="private")
+            log_config=docker.types.LogConfig(type="none"), ipc_mode="private",
+            binds={str(shipping.shared_copy()): {"bind": shipping.LIB_IN_SANDBOX, "mode": "ro"}})
 
         def create() -> str:
             # detach=False + stdin_open: StdinOnce, so the server sees EOF and the container
             # stops (and is auto-removed) when our attach stream goes away, even if we die.
             return c.api.create_container(
-                self.image, command=["python3", "-I", "-S", "-c", _SERVER_SOURCE], user=USER,
+                self.image, command=["python3", "-I", "-S", shipping.in_sandbox("server.py")], user=USER,
                 detach=False, stdin_open=True, environment=ENV, working_dir="/",
                 hostname="sandbox", host_config=host_config,
                 labels={LABEL: "1", f"{LABEL}.session": SESSION, f"{LABEL}.pid": str(os.getpid())},

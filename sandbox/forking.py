@@ -2,16 +2,18 @@
 
 A hidden check's cost on a small repository is mostly starting Python and importing pytest
 (docs/benchmarks.md has the figures), paid again by every episode. A ForkingSandbox runs a
-long-lived interpreter (the "zygote") under the same bubblewrap isolation, uid and rlimits as
-its commands; the zygote runs a caller's PRELUDE once (e.g. importing pytest), then the
+long-lived interpreter (the "zygote", `sandbox/inside/zygote.py`) under the same bubblewrap
+isolation, uid and rlimits as its commands; the zygote runs a caller's PRELUDE once (written as a
+file beside the sandbox's read-only copy of the inside package, so its frames carry that file's
+name, never `<string>`; e.g. importing pytest), then the
 prelude's `_before_fork()` if it defines one (a warm-up: its errors are logged), and then, per
 request, forks a child that runs one function of that prelude in WORKDIR, with the request's
 environment, its output in a file under /tmp and a CPU limit, and exits with the function's
 return value. The child starts from the zygote's memory, which never held repository code:
 the zygote's sys.path has neither WORKDIR nor its own directory, and it never changes into
 WORKDIR. The serving loop keeps each request in a function's frame, not in module globals a
-child could read (requests carry no secret anyway: tasks.check.runner's verdict rests on
-none). The call's output file is read only if it is still a regular file (a FIFO or a link
+child could read (requests carry no secret anyway: the check runner's verdict rests on
+none; sandbox/inside/check). The call's output file is read only if it is still a regular file (a FIFO or a link
 planted there is no output, and never blocks the host).
 
 Between requests nothing of the previous one survives: when the child exits (or times out)
@@ -33,6 +35,7 @@ What it does not guarantee:
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -44,11 +47,12 @@ import threading
 import time
 from pathlib import Path
 
-from fixrl.sandbox import server
+from fixrl.sandbox import shipping
 from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
 from fixrl.sandbox.cgroup import SandboxCgroup
+from fixrl.sandbox.inside import server
+from fixrl.sandbox.inside.server import _Capped
 from fixrl.sandbox.local import LocalSandbox
-from fixrl.sandbox.server import _Capped
 
 log = logging.getLogger(__name__)
 
@@ -58,142 +62,6 @@ REPLY_GRACE = 15.0
 """Seconds past a call's timeout before its interpreter counts as hung (it kills on time)."""
 START_TIMEOUT = 60.0
 """Seconds the zygote may take to run its prelude and say it is ready."""
-
-_SERVE = r'''
-import ctypes as _ct, json as _json, os as _os, resource as _rs, signal as _sig, time as _time
-_ct.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: same-uid processes cannot ptrace us
-_os.chdir("/")
-_rfd, _wfd = _os.dup(0), _os.dup(1)
-_null = _os.open("/dev/null", _os.O_RDWR)
-_os.dup2(_null, 0)
-_os.dup2(_null, 1)
-
-
-def _others():
-    me = _os.getpid()
-    return [int(p) for p in _os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)]
-
-
-def _sweep(child):
-    """SIGKILL everything in the namespace but init and us; reap our child."""
-    status = None
-    for _ in range(2000):
-        try:
-            _os.kill(-1, _sig.SIGKILL)
-        except ProcessLookupError:
-            pass
-        if status is None and child:
-            try:
-                pid, st = _os.waitpid(child, _os.WNOHANG)
-                if pid:
-                    status = st
-            except ChildProcessError:
-                status = status if status is not None else -1
-        if (status is not None or not child) and not _others():
-            return status
-        _time.sleep(0.002)
-    return status
-
-
-def _clear_ipc():
-    """SysV IPC objects outlive their processes (the namespace is ours until we exit)."""
-    libc = _ct.CDLL(None)
-    for kind, remove in (("shm", lambda i: libc.shmctl(i, 0, None)), ("msg", lambda i: libc.msgctl(i, 0, None)),
-                         ("sem", lambda i: libc.semctl(i, 0, 0))):
-        try:
-            with open("/proc/sysvipc/" + kind) as f:
-                rows = f.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            remove(int(row.split()[1]))  # IPC_RMID
-
-
-def _child(req):
-    fd = _os.open(req["out"], _os.O_WRONLY | _os.O_CREAT | _os.O_TRUNC, 0o600)
-    _os.dup2(fd, 1)
-    _os.dup2(fd, 2)
-    _os.dup2(_null, 0)
-    for f in (fd, _rfd, _wfd, _null):
-        _os.close(f)
-    _os.setsid()
-    _rs.setrlimit(_rs.RLIMIT_CPU, (req["cpu"], req["cpu"]))
-    _os.environ.clear()
-    _os.environ.update(req["env"])
-    _os.chdir(req["cwd"])
-    return globals()[req["entry"]](**req["kwargs"])
-
-
-if "_before_fork" in globals():  # the prelude's warm-up, if it has one
-    try:
-        _before_fork()
-    except BaseException:
-        import traceback
-        traceback.print_exc()
-import gc as _gc
-_gc.collect()
-_gc.freeze()  # the prelude's objects: never scanned again by a child's collections, nor copied
-
-
-def _serve():
-    """Answer requests until the host closes the pipe. The loop's state lives in this frame,
-    not in module globals that a child's code could read."""
-    buf = b""
-    while True:
-        while b"\n" not in buf:
-            chunk = _os.read(_rfd, 1 << 16)
-            if not chunk:
-                _os._exit(0)
-            buf += chunk
-        line, buf = buf.split(b"\n", 1)
-        reply = _one(_json.loads(line))
-        _os.write(_wfd, (_json.dumps(reply) + "\n").encode())
-        if _others():  # survived the sweep: end the namespace with us, the next call starts anew
-            _os._exit(3)
-
-
-def _one(req):
-    start = _time.monotonic()
-    pid = _os.fork()
-    if pid == 0:
-        code = 70
-        try:
-            code = int(_child(req))
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-        except BaseException:
-            import traceback
-            traceback.print_exc()
-        finally:
-            _os._exit(code)
-    deadline = start + req["timeout"]
-    status, timed_out, pause = None, False, 0.0005
-    while status is None:
-        pid2, st = _os.waitpid(pid, _os.WNOHANG)
-        if pid2:
-            status = st
-        elif _time.monotonic() >= deadline:
-            timed_out = True
-            break
-        else:
-            _time.sleep(pause)
-            pause = min(pause * 2, 0.01)
-    swept = _sweep(0 if status is not None else pid)
-    _clear_ipc()
-    status = status if status is not None else swept
-    if timed_out or status is None or status < 0:
-        code = -1
-    elif _os.WIFEXITED(status):
-        code = _os.WEXITSTATUS(status)
-    else:
-        code = 128 + _os.WTERMSIG(status)
-    return {"exit_code": code, "timed_out": timed_out, "seconds": _time.monotonic() - start}
-
-
-_os.write(_wfd, b'{"ready": true}\n')
-_serve()
-'''
-
 
 class ZygoteDied(SandboxError):
     """The zygote died or stopped answering during a request. Callers that run code under
@@ -302,8 +170,8 @@ class ForkingSandbox:
         self._stop()
         sb = self.sb
         # The sandbox's cgroup, bubblewrap, rlimits and uid, as its commands get them.
-        argv = sb.boxed_argv(["python", "-I", "-c", prelude + "\n" + _SERVE], ZYGOTE_CPU_SECONDS, "bwrap",
-                             self.group)
+        argv = sb.boxed_argv(["python", "-I", shipping.in_sandbox("zygote.py"), self._prelude_file(prelude)],
+                             ZYGOTE_CPU_SECONDS, "bwrap", self.group)
         with open(self._log_path(), "ab") as log:
             try:
                 self._zygote = subprocess.Popen(argv, cwd=sb.ws, env=sb._env(), stdin=subprocess.PIPE,
@@ -322,6 +190,18 @@ class ForkingSandbox:
             self._stop()
             raise SandboxError(f"the forking sandbox's interpreter said {reply!r} instead of ready")
         self._prelude = prelude
+
+    def _prelude_file(self, prelude: str) -> str:
+        """PRELUDE as a file beside the sandbox's copy of the inside package (read-only to the
+        sandbox); its path in the sandbox."""
+        name = f"prelude_{hashlib.sha256(prelude.encode()).hexdigest()[:16]}.py"
+        path = Path(self.sb.lib, name)
+        if not path.exists():
+            partial = path.with_suffix(".partial")
+            partial.write_text(prelude, encoding="utf-8")
+            partial.chmod(0o644)
+            partial.replace(path)
+        return f"{shipping.LIB_IN_SANDBOX}/{name}"
 
     def _log_path(self) -> str:
         return os.path.join(os.path.dirname(self.sb.ws), "zygote.log")  # outside the sandbox's view

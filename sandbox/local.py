@@ -21,7 +21,8 @@ What it does:
   namespaces (every process a command leaves behind dies when it returns), no capabilities,
   and a read-only view of the host's system directories (/usr, /etc, /lib*, /opt) and of the
   Python installation that runs fixrl; /home, /root, /run, /var, /tmp and the rest of the
-  host are not visible. Only the workspace and the private /tmp are writable.
+  host are not visible. Only the workspace and the private /tmp are writable; the sandbox's
+  copy of fixrl's inside package (sandbox.shipping) is read-only at /run/fixrl/lib.
 - Run as root, commands never run as root: each sandbox gets a uid of its own (drop done by
   `setpriv` inside bwrap, with an empty capability bounding set and no_new_privs), so they
   cannot read root's files or signal other sandboxes, and the process limit is per sandbox.
@@ -59,9 +60,10 @@ import threading
 import time
 from pathlib import Path
 
-from fixrl.sandbox import server
+from fixrl.sandbox import shipping
 from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
 from fixrl.sandbox.cgroup import SandboxCgroup, unavailable_reason
+from fixrl.sandbox.inside import server
 from fixrl.sandbox.workspace import Pristine, changed_candidates, diff_contents, plan_restore, read_tree
 
 log = logging.getLogger(__name__)
@@ -87,11 +89,12 @@ def _python_dirs() -> list[str]:
 
 
 def bwrap_args(ws: str, tmp: str, bindir: str, as_root: bool, network: bool = False,
-               shm: str | None = None) -> list[str]:
+               shm: str | None = None, lib: str | None = None) -> list[str]:
     """The bubblewrap command line up to the command. As root, bwrap runs privileged without
     a user namespace (the command then drops to the sandbox's uid, see `_limit_prefix`);
     otherwise it runs unprivileged in a user namespace of its own. `shm`: a private host
-    directory for /dev/shm (multiprocessing's semaphores live there)."""
+    directory for /dev/shm (multiprocessing's semaphores live there). `lib`: the sandbox's copy
+    of the inside package (sandbox.shipping), bound read-only at LIB_IN_SANDBOX."""
     args = ["bwrap", "--tmpfs", "/"]
     for d in SYSTEM_DIRS:
         if os.path.islink(d):
@@ -104,6 +107,8 @@ def bwrap_args(ws: str, tmp: str, bindir: str, as_root: bool, network: bool = Fa
              "--bind", ws, WORKDIR, "--bind", tmp, "/tmp", "--ro-bind", bindir, BIN_IN_SANDBOX]
     if shm is not None:
         args += ["--bind", shm, "/dev/shm"]
+    if lib is not None:
+        args += ["--ro-bind", lib, shipping.LIB_IN_SANDBOX]
     # After the private /tmp: an interpreter or venv that lives under /tmp (a checkout there)
     # must not be hidden by it.
     made: set[str] = set()
@@ -126,23 +131,13 @@ def bwrap_args(ws: str, tmp: str, bindir: str, as_root: bool, network: bool = Fa
     return args + ["--"]
 
 
-_WRAPPER = """import os,resource as r,sys
-a=sys.argv
-r.setrlimit(r.RLIMIT_AS,(int(a[1]),)*2);r.setrlimit(r.RLIMIT_CPU,(int(a[2]),int(a[2])+1))
-r.setrlimit(r.RLIMIT_FSIZE,(int(a[3]),)*2)
-int(a[4]) and r.setrlimit(r.RLIMIT_NPROC,(int(a[4]),)*2)
-u=int(a[5])
-if u>=0:os.setgroups([]);os.setgid(u);os.setuid(u)
-import ctypes;ctypes.CDLL(None).prctl(38,1,0,0,0)
-os.execvp(a[6],a[6:])"""
-
-
 def _limit_prefix(limits: Limits, cpu_seconds: int, nproc: int | None,
-                  drop_to: int | None, address_space: bool = True) -> list[str]:
+                  drop_to: int | None, address_space: bool = True, lib: str = shipping.LIB_IN_SANDBOX) -> list[str]:
     """Rlimits (and, as root, the switch to the sandbox's uid with no capabilities and
     no_new_privs) applied by a small program that then execs the command: a preexec_fn is
     not safe in a threaded host process. address_space: bound each process's address space
-    by `limits.memory_mb` (the fallback where no cgroup limits the sandbox's memory)."""
+    by `limits.memory_mb` (the fallback where no cgroup limits the sandbox's memory). `lib`:
+    where the command sees the inside package's copy (for `rlimits.py`, used without prlimit)."""
     mem = limits.memory_mb << 20 if address_space else -1
     fsize = limits.file_size_mb << 20
     if shutil.which("prlimit") and (drop_to is None or shutil.which("setpriv")):
@@ -155,7 +150,7 @@ def _limit_prefix(limits: Limits, cpu_seconds: int, nproc: int | None,
         if nproc:
             pre.append(f"--nproc={nproc}")
         return pre + ["--"]
-    return [sys.executable, "-S", "-c", _WRAPPER, str(mem), str(cpu_seconds), str(fsize),
+    return [sys.executable, "-S", shipping.in_sandbox("rlimits.py", lib), str(mem), str(cpu_seconds), str(fsize),
             str(nproc or 0), str(-1 if drop_to is None else drop_to)]
 
 
@@ -253,11 +248,13 @@ class LocalSandbox:
         self.tmp = os.path.join(root, "tmp")
         self.bin = os.path.join(root, "bin")
         self.shm = os.path.join(root, "shm")
+        self.lib = os.path.join(root, "lib")
         os.chmod(root, 0o711)
-        for d, mode in ((self.ws, 0o755), (self.tmp, 0o700), (self.bin, 0o755), (self.shm, 0o700)):
+        for d, mode in ((self.ws, 0o755), (self.tmp, 0o700), (self.bin, 0o755), (self.shm, 0o700), (self.lib, 0o755)):
             os.mkdir(d, mode)
-            if owner and d != self.bin:
+            if owner and d not in (self.bin, self.lib):
                 os.chown(d, *owner)
+        shipping.copy_package(Path(self.lib))  # read-only to the sandbox: not owned by its uid
         exe = sys.executable
         shims = {"python": f'exec "{exe}" "$@"', "python3": f'exec "{exe}" "$@"',
                  "pytest": f'exec "{exe}" -m pytest "$@"'}
@@ -287,7 +284,8 @@ class LocalSandbox:
 
     def _probe_bwrap(self) -> str | None:
         """Why bubblewrap cannot be used here (None: it works), checked once per process by
-        running the interpreter inside a real sandbox."""
+        running the interpreter inside a real sandbox (on a file of the inside package's copy,
+        which the sandbox must see too)."""
         is_root = self.uid is not None
         with _probe_lock:
             if is_root not in _bwrap_ok:
@@ -295,7 +293,7 @@ class LocalSandbox:
                 if shutil.which("bwrap") is None:
                     why = "`bwrap` not found (install the bubblewrap package)"
                 else:
-                    argv = self._argv("python -c pass", 30, isolation="bwrap")
+                    argv = self._argv(f"python {shipping.in_sandbox('__init__.py')}", 30, isolation="bwrap")
                     try:
                         r = subprocess.run(argv, capture_output=True, timeout=30, cwd=self.ws,
                                            env=self._env("bwrap"))
@@ -314,7 +312,8 @@ class LocalSandbox:
         """Without bwrap, as root: the sandbox's uid must be able to run the interpreter (it
         cannot when Python lives under a private directory such as /root). Commands never
         run as root: a `kill -9 -1` there would take the whole machine down."""
-        r = subprocess.run(self._argv("python -c pass", 30, isolation="none"), cwd=self.ws,
+        probe = f"python {shipping.in_sandbox('__init__.py', self.lib)}"  # a docstring: runs nothing
+        r = subprocess.run(self._argv(probe, 30, isolation="none"), cwd=self.ws,
                            env=self._env("none"), capture_output=True, timeout=30)
         if r.returncode != 0:
             raise SandboxError(
@@ -354,11 +353,12 @@ class LocalSandbox:
             nproc = self.limits.pids  # per sandbox uid (root) or per user namespace (bwrap)
         else:  # same user as the host process: its other processes count too
             nproc = len(_uid_procs(os.getuid())) + self.limits.pids
-        inner = _limit_prefix(self.limits, cpu_seconds, nproc, self.uid, address_space=group is None) + argv
+        lib = shipping.LIB_IN_SANDBOX if isolation == "bwrap" else self.lib
+        inner = _limit_prefix(self.limits, cpu_seconds, nproc, self.uid, address_space=group is None, lib=lib) + argv
         join = group.launch_prefix() if group else []
         if isolation == "bwrap":
             return join + bwrap_args(self.ws, self.tmp, self.bin, as_root=self.uid is not None,
-                                     network=self.limits.network, shm=self.shm) + inner
+                                     network=self.limits.network, shm=self.shm, lib=self.lib) + inner
         return join + inner
 
     def exec(self, cmd: str, timeout: float = 60.0) -> ExecResult:

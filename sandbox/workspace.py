@@ -29,13 +29,13 @@ class Entry:
 @dataclass
 class Pristine:
     """The initial workspace: entries by relative path, and the stamp each had in the
-    sandbox after it was last written there (see `sandbox.server.stamp`)."""
+    sandbox after it was last written there (see `sandbox.inside.server.stamp`)."""
 
     entries: dict[str, Entry]
     stamps: dict[str, list] = field(default_factory=dict)
 
     def wire(self, rel: str) -> list:
-        """[rel, kind, mode, data] as `sandbox.server.apply` takes it (data not yet encoded)."""
+        """[rel, kind, mode, data] as `sandbox.inside.server.apply` takes it (data not yet encoded)."""
         e = self.entries[rel]
         return [rel, e.kind, e.mode, e.data]
 

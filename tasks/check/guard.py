@@ -1,6 +1,6 @@
 """What the check's runtime guard allows each changed file to do (host side).
 
-The runtime guard (`tasks.check.runner`, inside the check's interpreter) treats as tampering
+The runtime guard (`sandbox/inside/check`, inside the check's interpreter) treats as tampering
 an interpreter-level operation -- reaching frames, code objects, the heap, ctypes, process
 creation, tracing, signal handlers, generated code -- made while code from a file the agent
 changed or added is on the call stack, unless that file's ORIGINAL (or the task's reference
@@ -25,8 +25,8 @@ from typing import Mapping
 
 CATEGORIES = ("process", "frames", "code", "heap", "ctypes", "trace", "signals", "threads", "exec", "dunders",
               "mocks")
-"""Kinds of runtime operation the guard attributes to changed code (check_runner.CATEGORY_OF
-maps audit events onto them). Opening test files, the runner's own files and adding audit
+"""Kinds of runtime operation the guard attributes to changed code (the runner's
+`check.rules` maps audit events onto them). Opening test files, the runner's own files and adding audit
 hooks are never allowed, whatever a file used before."""
 
 # A category is "used" by a file whose AST imports one of its modules or names one of its
@@ -61,7 +61,7 @@ _NAMES = {
     "threads": {"Thread", "Timer", "start_new_thread", "ThreadPoolExecutor", "ProcessPoolExecutor"},
     "exec": {"dataclass", "namedtuple", "NamedTuple", "make_dataclass", "FunctionType", "CodeType",
              "import_module", "reload"},
-    # Dunders that decide what a value compares, hashes or converts to (check_runner's
+    # Dunders that decide what a value compares, hashes or converts to (the runner's `check.values`
     # _VALUE_DUNDERS), and what generates them.
     "dunders": {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__len__",
                 "__contains__", "__iter__", "__getitem__", "__float__", "__int__", "__index__", "__complex__",
@@ -125,7 +125,7 @@ class GuardSpec:
     original or the reference fix uses (CATEGORIES)."""
     own: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """Unchanged repository files that read frames themselves -> {"frames"}: the guard lets
-    them do so when changed code calls them (check_runner._attribute)."""
+    them do so when changed code calls them (the runner's `check.core._attribute`)."""
 
     def to_wire(self) -> dict[str, list[str]]:
         """The form the sandboxed runner reads (JSON)."""

@@ -4,12 +4,12 @@
 already holds the repository state to judge) and runs the check command.
 
 Pytest checks do not trust the process they run in. The command is rewritten to run pytest
-under `tasks.check.runner` (shipped into the sandbox as a file): a supervisor that never
-imports repository code forks the judged pytest process, which installs a PEP 578 audit hook
-(the runtime guard) before any repository code is imported and reports each test's phases as
-they happen over a FIFO; the supervisor writes the report and prints its digest as the last
-frame of its output, a frame no other process can write (check_runner's docstring says how,
-and what the guard treats as tampering). The host reads the report, checks it against that
+under the check runner (`sandbox/inside/check`, shipped into the sandbox as files): a
+supervisor that never imports repository code forks the judged pytest process, which installs
+a PEP 578 audit hook (the runtime guard) before any repository code is imported and reports
+each test's phases as they happen over a FIFO; the supervisor writes the report and prints its
+digest as the last frame of its output, a frame no other process can write (the runner
+package's docstring says how, and what the guard treats as tampering). The host reads the report, checks it against that
 digest, and cross-checks it with pytest's JUnit XML (which can only take passes away) and the
 exit status: a test passes only when both agree and the session ended with status 0. Skipped,
 xfailed, xpassed, errored, deselected and never-run tests are not passes; a missing frame,
@@ -17,7 +17,7 @@ a report that does not match it, or a report that is not a regular file is a fai
 is a fail; a timeout is a fail; a run the guard stopped is a fail that names the event.
 
 The verdict rests on no secret: there is no key in the judged process, or anywhere. What the
-guard does not guarantee is in check_runner's docstring; the defences upstream of it are the
+guard does not guarantee is in the runner package's docstring; the defences upstream of it are the
 static change policy and `tasks.is_test_path` (the agent's test files, conftest.py, pytest
 configuration and shadowing modules never reach the check, which runs on a fresh copy in a
 sandbox no agent has used).
@@ -26,12 +26,14 @@ sandbox no agent has used).
 run time; without it the guard still protects the runner's files, the hidden test files and
 pytest, but attributes nothing to changed code.
 
-In a forking sandbox (`PythonForker`: the rollouts' local check sandboxes) the runner's
-module is imported once, in a long-lived interpreter that never sees repository code, and
-each check is a fork of it that calls `supervise`: same supervisor, guard and verdict, without
-starting Python and importing pytest each time (sandbox.forking says what that interpreter
-guarantees). Commands a fork cannot reproduce (interpreter flags, PYTHON* variables but
-PYTHONPATH) start a fresh interpreter as before.
+In a one-shot run the runner's files are written into the check's private directory and its
+launcher runs them (the supervisor deletes them before any repository code runs). In a forking
+sandbox (`PythonForker`: the rollouts' local check sandboxes) the runner's modules are imported
+once, from the sandbox's read-only copy of the inside package, in a long-lived interpreter that
+never sees repository code, and each check is a fork of it that calls `supervise`: same
+supervisor, guard and verdict, without starting Python and importing pytest each time
+(sandbox.forking says what that interpreter guarantees). Commands a fork cannot reproduce
+(interpreter flags, PYTHON* variables but PYTHONPATH) start a fresh interpreter as before.
 """
 from __future__ import annotations
 
@@ -48,8 +50,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
+from fixrl.sandbox import shipping
 from fixrl.sandbox.base import SandboxError
 from fixrl.sandbox.forking import ZygoteDied
+from fixrl.sandbox.inside.check.base import FRAME_TAG, JUNIT_NAME, LAUNCHER_PREFIX, REPORT_NAME
 from fixrl.tasks.format.loader import field_text
 from fixrl.tasks.format.pytest_command import PytestCommand, parse_pytest_command
 
@@ -62,15 +66,13 @@ ANSWER_FILE = "/tmp/fixrl_answer.txt"
 ANSWER_ENV = "FIXRL_ANSWER"
 MAX_ANSWER_CHARS = 100_000
 
-RUNNER_FILE = Path(__file__).with_name("runner.py")
-PRELUDE = RUNNER_FILE.read_text(encoding="utf-8")
-"""The runner's source: what a forking check sandbox's interpreter runs once (`supervise` is
-called in a fork per check), and what a one-shot launcher runs."""
-# Names of the runner's files in its private directory (check_runner's constants).
-_JUNIT_NAME = ".fixrl-junit.xml"
-_REPORT_NAME = ".fixrl-report.json"
-_LAUNCHER_PREFIX = ".fixrl-launch-"
-_FRAME_RE = re.compile(r"\x00fixrl-check-report ([0-9a-f]{64}) (\d+)\x00\n?")
+PRELUDE = f"from {shipping.PACKAGE}.check.supervisor import before_fork as _before_fork, supervise\n"
+"""What a forking check sandbox's interpreter runs once (`supervise` is called in a fork per
+check; `_before_fork` is the pytest warm-up)."""
+RUNNER_FILES = {rel: shipping.source(rel) for rel in [*shipping.package_files("check"), "warmup.py"]}
+"""The runner's files (paths in the inside package -> text): what a one-shot check ships."""
+_LAUNCHER = "check/launch.py"
+_FRAME_RE = re.compile("\x00" + re.escape(FRAME_TAG) + r" ([0-9a-f]{64}) (\d+)\x00\n?")
 
 Outcome = Literal["pass", "fail", "error"]
 
@@ -240,7 +242,7 @@ def _run_check(task: Task, sb: Sandbox, answer: str | None, paths_cleared: bool,
 
     # The runner's private directory: /tmp is the sandbox's own (cleared on reset).
     workdir = f"/tmp/.fixrl-check-{secrets.token_hex(8)}"
-    config = {"args": _pytest_args(parsed, f"{workdir}/{_JUNIT_NAME}"), "workdir": workdir,
+    config = {"args": _pytest_args(parsed, f"{workdir}/{JUNIT_NAME}"), "workdir": workdir,
               "changed": guard.to_wire() if guard is not None else {}, "hidden": sorted(check.files),
               "own": guard.own_wire() if guard is not None else {},
               "guard": guarded}
@@ -249,8 +251,10 @@ def _run_check(task: Task, sb: Sandbox, answer: str | None, paths_cleared: bool,
         if fork_env is not None:
             return _run_forked(task, sb, config, fork_env)
 
-    launcher = f"{workdir}/{_LAUNCHER_PREFIX}{secrets.token_hex(4)}.py"  # the runner deletes it first thing
-    sb.write_file(launcher, PRELUDE + "\nos._exit(launch(sys.argv[1]))\n")
+    shipped = f"{workdir}/{LAUNCHER_PREFIX}{secrets.token_hex(4)}"  # the supervisor deletes it first thing
+    for rel, text in RUNNER_FILES.items():
+        sb.write_file(shipping.in_sandbox(rel, shipped), text)
+    launcher = shipping.in_sandbox(_LAUNCHER, shipped)
     cmd = " ".join([*(shlex.quote(e) for e in parsed.env), shlex.quote(parsed.python),
                     *(shlex.quote(f) for f in parsed.python_flags), shlex.quote(launcher),
                     shlex.quote(json.dumps(config))])
@@ -337,7 +341,7 @@ def report_frame(output: str) -> tuple[str, tuple[str, int] | None]:
 def read_report(sb: Sandbox, workdir: str, frame: tuple[str, int]) -> dict:
     """The supervisor's report, checked against its frame; ValueError when it is missing, not
     a regular file, or not what the frame vouches for."""
-    raw = _read(sb, f"{workdir}/{_REPORT_NAME}")
+    raw = _read(sb, f"{workdir}/{REPORT_NAME}")
     if raw is None:
         raise ValueError("the report is missing or is not a regular file")
     body = raw.encode("utf-8")
@@ -367,7 +371,7 @@ def _verdict(task: Task, sb: Sandbox, res: ExecResult, workdir: str) -> CheckRes
         report = read_report(sb, workdir, frame)
     except ValueError as e:
         return fail(f"invalid test report: {e}")
-    junit_raw = _read(sb, f"{workdir}/{_JUNIT_NAME}")
+    junit_raw = _read(sb, f"{workdir}/{JUNIT_NAME}")
     tests = _cross_checked(report, junit_raw)
     for t in named:
         tests.setdefault(t, "missing")

@@ -10,8 +10,9 @@ depends on:
 - the repository's content: every file's path and bytes (symlinks by target) under the
   repository directory, except what `tasks.format.materialize` strips before a sandbox sees it (`.git`,
   `__pycache__`, `*.pyc`, ...); a git repository + commit by the commit's tree id;
-- the checking code (the bytes of the check runner, the runtime guard, the judge, validation
-  and materialization modules), the Python version, and the run's backend, image and repeats.
+- the checking code (the bytes of the check package, of the task format modules a verdict
+  depends on, and of every file of `fixrl.sandbox.inside`: the check runner and its runtime
+  guard, the exec server, the zygote), the Python version, and the run's backend, image and repeats.
 A result that says the sandbox itself failed, or that validation crashed, is not stored: it
 says nothing about the task. The file is replaced atomically (written to `.partial`, then
 renamed); a file that cannot be read is ignored with a warning and rewritten.
@@ -26,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from fixrl.sandbox import shipping
 from fixrl.tasks.format.loader import repo_path
 from fixrl.tasks.format.materialize import STRIP_DIRS, STRIP_FILES, STRIP_SUFFIXES
 from fixrl.tasks.format.schema import GitRepo, Task
@@ -45,6 +47,8 @@ def checking_code_hash() -> str:
     files = sorted(check.glob("*.py")) + [check.parent / "format" / name for name in _FORMAT_MODULES]
     for path in files:
         h.update(path.name.encode() + b"\0" + path.read_bytes())
+    for rel in shipping.package_files():  # what runs in the sandbox: the runner, the server, the zygote
+        h.update(b"inside/" + rel.encode() + b"\0" + (shipping.INSIDE_DIR / rel).read_bytes())
     return h.hexdigest()
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from fixrl.sandbox import SandboxError, SandboxPool
+from fixrl.sandbox import SandboxError, SandboxPool, shipping
 from fixrl.sandbox.base import WORKDIR
 from fixrl.sandbox.forking import ZygoteDied
 from fixrl.tasks.format.pytest_command import PytestCommand, parse_pytest_command
@@ -40,9 +40,14 @@ log = logging.getLogger(__name__)
 GEN_DIR = ".fixrl_gen"
 """The folder beside the repository copy that holds the generator's plugins and reports."""
 PLUGIN = "_fixrl_gen_plugin"
+"""The outcomes plugin's module name (`plugin_source()` is its file, beside the repository copy)."""
 REPORT = f"{GEN_DIR}/report.json"
 COVER_REPORT = f"{GEN_DIR}/cover.json"
 SELECT_FILE = f"{GEN_DIR}/select.json"
+GEN_PRELUDE = (f"from {shipping.PACKAGE}.generate.session import before_fork as _before_fork, "
+               "gen_main as _gen_main\n")
+"""What the forking sandbox's interpreter runs once (`sandbox/inside/generate/session.py`), then
+`_gen_main` in a fork per job, in the workspace."""
 DROP_ARGS = {"-x", "--exitfirst", "--lf", "--last-failed", "--ff", "--failed-first", "--sw", "--stepwise"}
 """Arguments that would stop a run early or reorder it: the generator needs every test's outcome."""
 
@@ -126,6 +131,12 @@ class LocalRunner:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def plugin_source() -> str:
+    """The text of the generator's outcomes plugin file: `sandbox/inside/generate/outcomes.py`
+    followed by `failure_capture.py` (one module, as pytest loads it with `-p`)."""
+    return shipping.source("generate/outcomes.py") + shipping.source("generate/failure_capture.py")
 
 
 # ---------------------------------------------------------------- one job
@@ -244,79 +255,3 @@ def _fork_env(parsed: PytestCommand) -> dict[str, str] | None:
     if any(k.startswith("PYTHON") and k not in _FORK_SAFE_ENV for k in env):
         return None
     return env
-
-
-# The forking sandbox's interpreter runs this once (no repository code: its sys.path has neither
-# the workspace nor the plugins' folder), then `_gen_main` in a fork per job, in the workspace.
-GEN_PRELUDE = r'''
-import importlib, os, sys
-import pytest, _pytest
-from _pytest.config import default_plugins as _defaults
-for _name in _defaults:
-    try:
-        importlib.import_module("_pytest." + _name)
-    except Exception:
-        pass
-# Installed pytest plugins are not imported here: pytest warns that an already imported plugin
-# cannot be rewritten (an error under `filterwarnings = error`). What they commonly import is,
-# and what pytest imports on first use: a pyproject.toml's parser, `minversion`'s and
-# `required_plugins`' version parsing, the doctest plugin's module (50 ms a run on toolz).
-import asyncio, inspect, unittest
-import _pytest._argcomplete, faulthandler, pdb
-_ON_FIRST_USE = ("tomllib", "tomli", "packaging.version", "packaging.requirements", "doctest")
-for _name in _ON_FIRST_USE:
-    try:
-        importlib.import_module(_name)
-    except Exception:
-        pass
-
-
-def _unshadow(roots):
-    """Forget the modules imported above whose top-level name the repository's own folders
-    (`roots`) could provide (e.g. generating from `packaging` itself): they are imported
-    afresh, from where a fresh interpreter would find them."""
-    for top in {n.split(".")[0] for n in _ON_FIRST_USE}:
-        if any(os.path.exists(os.path.join(r, top)) or os.path.exists(os.path.join(r, top + ".py")) for r in roots):
-            for name in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
-                del sys.modules[name]
-
-
-def _gen_main(args, pythonpath=(), plugins=()):
-    """`python -m pytest ARGS` in this (forked) process, in the working directory, with the
-    modules `plugins` registered as `-p` would (before the installed plugins). Bytecode is
-    written as a fresh interpreter would: not at all under PYTHONDONTWRITEBYTECODE (the
-    sandbox sets it; `-I` made this interpreter ignore it)."""
-    sys.path[0:0] = [os.getcwd(), *pythonpath]
-    _unshadow(sys.path[:1 + len(pythonpath)])
-    sys.argv[0] = pytest.__file__
-    sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
-    code = pytest.main(list(args), plugins=[importlib.import_module(name) for name in plugins])
-    sys.stdout.flush()
-    sys.stderr.flush()
-    return int(code)
-
-
-def _before_fork():
-    """A throwaway session in a temporary directory, so what pytest builds on first use is built
-    once, before the forks, and the installed plugins it loads are imported (through its assertion
-    rewriter, so a fork's session does not warn that they were imported before it); everything
-    else it changed in this process is put back."""
-    import shutil, tempfile
-    path, meta_path, modules, argv = list(sys.path), list(sys.meta_path), set(sys.modules), list(sys.argv)
-    cwd, environ = os.getcwd(), dict(os.environ)
-    tmp = tempfile.mkdtemp(prefix="fixrl-gen-warm-")
-    try:
-        with open(os.path.join(tmp, "test_fixrl_gen_warm.py"), "w") as f:
-            f.write("def test_pass():\n    assert [1] == [1]\n\n\ndef test_fail():\n    assert {1: 2} == {1: 3}\n")
-        os.chdir(tmp)
-        _gen_main(["-q", "-p", "no:cacheprovider", "test_fixrl_gen_warm.py"])
-    finally:
-        os.chdir(cwd)
-        shutil.rmtree(tmp, ignore_errors=True)
-        sys.path[:], sys.meta_path[:], sys.argv[:] = path, meta_path, argv
-        for name in set(sys.modules) - modules:
-            if (getattr(sys.modules[name], "__file__", None) or "").startswith(tmp):
-                del sys.modules[name]
-        os.environ.clear()
-        os.environ.update(environ)
-'''

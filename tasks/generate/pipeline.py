@@ -58,8 +58,7 @@ from fixrl.tasks.generate.baseline import Baseline, baseline
 from fixrl.tasks.generate.commands import pytest_parts
 from fixrl.tasks.generate.config import GenerateConfig, GenerateError
 from fixrl.tasks.generate.coverage import COVER_PLUGIN, COVER_SOURCE
-from fixrl.tasks.generate.execute import GEN_DIR, PLUGIN, LocalRunner, Runner, compile_workspace
-from fixrl.tasks.generate.issue import capture_source
+from fixrl.tasks.generate.execute import GEN_DIR, PLUGIN, LocalRunner, Runner, compile_workspace, plugin_source
 from fixrl.tasks.generate.journal import JOURNAL_NAME, Journal, tree_hash
 from fixrl.tasks.generate.mutate import OPERATORS
 from fixrl.tasks.generate.progress import GenProgress
@@ -78,62 +77,7 @@ LOG_NAME = "generate.log"
 # ---------------------------------------------------------------------------------------------
 # The pytest plugin that reports each test's outcome and failure as JSON (pytest >= 7)
 
-PLUGIN_SOURCE = r'''
-"""fixrl generator: per-test outcomes and failures as JSON (written at session end)."""
-import json
-import os
-
-_tests = {}
-_collect_errors = []
-
-
-def _rel(path):
-    path = str(path)
-    cwd = os.getcwd()
-    if os.path.isabs(path) and path.startswith(cwd + os.sep):
-        return os.path.relpath(path, cwd)
-    return path
-
-
-def _failure(report):
-    lr = report.longrepr
-    info = {"message": "", "entries": []}
-    crash = getattr(lr, "reprcrash", None)
-    if crash is not None:
-        info["message"] = crash.message
-    tb = getattr(lr, "reprtraceback", None)
-    for entry in getattr(tb, "reprentries", None) or []:
-        loc = getattr(entry, "reprfileloc", None)
-        if loc is not None:
-            info["entries"].append([_rel(loc.path), loc.lineno])
-    if not info["message"]:
-        info["message"] = (getattr(report, "longreprtext", "") or "")[-2000:]
-    info["detail"] = getattr(report, "_fixrl_detail", None)  # from the capture code below
-    return info
-
-
-def pytest_runtest_logreport(report):
-    t = _tests.setdefault(report.nodeid, {"outcome": None})
-    if report.failed:
-        if t["outcome"] not in ("failed", "error"):
-            t["outcome"] = "failed" if report.when == "call" else "error"
-            t.update(_failure(report))
-    elif report.skipped:
-        if t["outcome"] is None:
-            t["outcome"] = "xfailed" if hasattr(report, "wasxfail") else "skipped"
-    elif report.when == "call" and t["outcome"] is None:
-        t["outcome"] = "passed"
-
-
-def pytest_collectreport(report):
-    if report.failed:
-        _collect_errors.append(report.nodeid or "<session>")
-
-
-def pytest_sessionfinish(session, exitstatus):
-    with open(os.environ["FIXRL_GEN_REPORT"], "w") as f:
-        json.dump({"tests": _tests, "collect_errors": _collect_errors, "exitstatus": int(exitstatus)}, f)
-''' + capture_source()
+PLUGIN_SOURCE = plugin_source()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ was called, with which values, what came back or was raised, and what was expect
 test's name, its variable names where values belong, or the code of the bug or the fix.
 
 Input is what the generator's pytest plugin records for a failing test (`Failure`; the capture
-itself is `tasks.generate.failure_capture`): the exception, each traceback frame inside the repository
+itself is `sandbox/inside/generate/failure_capture.py`): the exception, each traceback frame inside the repository
 with a description of the names a test frame refers to (module, class, function with its file,
 or a value with its repr), and the operands pytest compared in a failing assert. The failing
 statement is read from the test file and its calls to the package are rendered with values:
@@ -33,10 +33,10 @@ Target), `source` (the test file parsed, traceback frames, small helpers), `rend
 resolved to values, setup and definitions), `symptoms` (the kinds of failure, one sentence
 each), `write` (the issue from the symptoms).
 """
-from fixrl.tasks.generate.issue.records import Dropped, Failure, Symptom, Target, capture_source
+from fixrl.tasks.generate.issue.records import Dropped, Failure, Symptom, Target
 from fixrl.tasks.generate.issue.source import parse_test_file
 from fixrl.tasks.generate.issue.symptoms import symptom
 from fixrl.tasks.generate.issue.write import issue_for, write_issue
 
-__all__ = ["Dropped", "Failure", "Symptom", "Target", "capture_source", "issue_for", "parse_test_file", "symptom",
+__all__ = ["Dropped", "Failure", "Symptom", "Target", "issue_for", "parse_test_file", "symptom",
            "write_issue"]

@@ -6,11 +6,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-def capture_source() -> str:
-    """The capture code the generator appends to its pytest plugin (`tasks.generate.failure_capture`)."""
-    return (Path(__file__).parent.parent / "failure_capture.py").read_text(encoding="utf-8")
-
-
 @dataclass
 class Failure:
     """One failing test as the generator's pytest plugin reports it."""

@@ -1,13 +1,13 @@
 """The pure parts of the check's verdict: the supervisor's reading of the judged process's
-events (check_runner.verdicts / build_report) and the host's reading of the supervisor's frame
+events (the runner's verdict.verdicts / build_report) and the host's reading of the supervisor's frame
 (check.report_frame). Forged, replayed, reordered or missing events never make a pass."""
 from __future__ import annotations
 
 import hashlib
 import os
 
+from fixrl.sandbox.inside.check.verdict import build_report, verdicts
 from fixrl.tasks.check.run import report_frame
-from fixrl.tasks.check.runner import build_report, verdicts
 
 A, B = "t.py::a", "t.py::b"
 OK = {"kind": None, "rep": "passed", "wasxfail": False}

@@ -1,7 +1,8 @@
 """The exec server: runs commands and touches files inside a sandbox. Standard library only.
 
 Inside a Docker sandbox this file is the container's main process (PID 1), started with
-`python3 -c <this source>`. It reads length-prefixed JSON requests on stdin and writes
+`python3 -I -S /run/fixrl/lib/fixrl_inside/server.py` (sandbox.docker mounts the inside package
+there). It reads length-prefixed JSON requests on stdin and writes
 length-prefixed JSON replies on stdout; the host talks to it over the container's attach
 stream, so a tool call costs one round trip through the daemon instead of a `docker exec`.
 Being PID 1 it cannot be killed from inside the container (the kernel drops signals to a

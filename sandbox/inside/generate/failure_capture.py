@@ -1,8 +1,9 @@
 """What a failing test saw, recorded inside the generator's pytest run so that
 `tasks.generate.issue_text` can write an issue with values where the test has variable names.
 
-`tasks.generate.pipeline` appends this file's source to its pytest plugin (`capture_source()`), so it
-runs in the repository's own interpreter: standard library and pytest only, no fixrl. For a
+The generator writes this file's source after `generate/outcomes.py`'s in its pytest plugin's
+file (`tasks.generate.execute.plugin_source`), so it runs in the repository's own interpreter:
+standard library and pytest only, no fixrl, self-contained, no `from __future__`. For a
 failing test it records, in `report._fixrl_detail`:
 
 - `exc`: the exception's type, module and message;

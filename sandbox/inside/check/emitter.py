@@ -1,0 +1,177 @@
+"""The plugin's only way to report (the emitter) and the snapshot of the test machinery it
+compares against at every test event."""
+from __future__ import annotations
+
+import builtins
+import linecache
+import math  # noqa: F401 - watched by the snapshot: imported before any repository code
+import operator
+import sys
+
+import pluggy  # noqa: F401 - watched by the snapshot
+
+from .base import _abspath, _mro, _own, _type_dict
+from .core import _attribute, _enter, _is_test_code, _leave, _send, _short, _tamper
+from .values import _builtins_replaced
+from .wrappers import _seal
+
+
+def _emitter(st):
+    """A generator whose `send(event)` is the plugin's only way to report: the event is
+    written when it comes from the plugin's own code on the main thread, with no changed code
+    on the stack and no thread of changed code running; `{"op": ...}` events are the plugin's
+    requests (snapshot, check, purge, seal)."""
+    result = None
+    while True:
+        event = yield result
+        caller = st.getframe(1)
+        result = None
+        tid = st.get_ident()
+        _enter(st, tid)
+        try:
+            if st.getpid() != st.pid:
+                continue  # a fork of the judged process (its code's doing) reports nothing
+            why = _emit_refusal(st, caller)
+            if why:
+                _tamper(st, why)
+            op = event.get("op") if isinstance(event, dict) else None
+            if op is None:
+                if st.snapshot and event.get("e") == "phase" and event.get("when") == "call":
+                    # pytest's own functions and the builtins, as a test's call is reported:
+                    # replaced and put back in between, they would not be seen at the end
+                    _request(st, "check", {"where": f"during {event.get('id')}", "pytest_only": True})
+                _send(st, event)
+            else:
+                result = _request(st, op, event)
+        finally:
+            _leave(st, tid)
+
+
+def _emit_refusal(st, caller):
+    if st.get_ident() != st.main:
+        return "a report event came from another thread"
+    if caller is None or caller.f_code not in st.plugin_codes:
+        return "a report event came from code other than the check's plugin"
+    who = _attribute(st, caller, "emit")
+    if who:
+        return f"a report event was sent with changed code on the stack ({who})"
+    running = [t for t, cats in st.thread_taint.items() if "threads" not in cats]
+    if running:
+        return "a thread started by changed code was still running when the check reported"
+    return None
+
+
+def _request(st, op, event):
+    if op == "snapshot":
+        st.builtins = dict(vars(builtins))
+        groups = _snapshot()
+        st.snapshot = (groups, {False: _fast(groups, False), True: _fast(groups, True)})
+        return None
+    if op == "check":
+        pytest_only = event.get("pytest_only", False)
+        bad = _diff(st.snapshot, pytest_only) if st.snapshot else ["no snapshot was taken"]
+        if pytest_only:
+            bad += _builtins_replaced(st)
+        if bad:
+            _send(st, {"e": "tamper", "what": "the test machinery (pytest, unittest or builtins) was modified: "
+                       + ", ".join(bad[:5]) + f" ({event.get('where', '?')})"})
+        return bool(bad)
+    if op == "purge":
+        cache = linecache.cache
+        if type(cache) is not dict:
+            _send(st, {"e": "tamper", "what": "linecache.cache was replaced"})
+            return None
+        for key in [k for k in list(cache) if type(k) is str and _is_test_code(st, k)]:
+            cache.pop(key, None)
+        return None
+    if op == "verify" and st.active:  # every collected hidden test module ran the code the guard compiled
+        missing = sorted(f for f in (_abspath(f, st.root) for f in event.get("files", ()))
+                         if f in st.hidden and f not in st.verified)
+        if missing:
+            _send(st, {"e": "tamper", "what": "hidden test modules were not compiled by the check: "
+                       + ", ".join(_short(st, f) for f in missing[:3])})
+        return None
+    if op == "seal" and st.active:
+        for finder in list(sys.meta_path):
+            if type(finder) is st.rewrite_hook and "config" in finder.__dict__:
+                _seal(st, finder, ("config", "session"))
+        return None
+    return None
+
+
+# ---------------------------------------------------------------- the snapshot of the test machinery
+
+_WATCH_ROOTS = ("_pytest", "pytest", "pluggy", "unittest", "iniconfig")
+_WATCH_EXACT = ("builtins", "math", "operator")
+_PYTEST_ROOTS = ("_pytest", "pytest", "pluggy")
+_SKIP_ATTRS = {"__dict__", "__weakref__", "__doc__", "__annotations__", "__parameters__",
+               "__abstractmethods__", "_abc_impl"}
+
+
+def _watched():
+    for name, mod in list(sys.modules.items()):
+        if mod is None or not hasattr(mod, "__dict__"):
+            continue
+        if name in _WATCH_EXACT or name.split(".")[0] in _WATCH_ROOTS or _own(name):
+            yield name, mod
+
+
+def _is_code(val):
+    return callable(val) or type(val) in (property, classmethod, staticmethod)
+
+
+def _is_descriptor(val):
+    return any("__get__" in _type_dict(k) for k in _mro(type(val)))
+
+
+def _snapshot():
+    """Per namespace (a module's dict, a class's live __dict__ proxy): the names and objects of
+    its functions, classes and descriptors, compared by identity later with C-level loops."""
+    groups, seen = [], set()
+    for name, mod in _watched():
+        side = name.split(".")[0] in _PYTEST_ROOTS or _own(name)
+        ns = vars(mod)
+        keys = tuple(k for k, v in list(ns.items()) if callable(v) or isinstance(v, type))
+        groups.append((ns, keys, tuple(map(ns.get, keys)), name, side, None))
+        for val in list(ns.values()):
+            if isinstance(val, type) and getattr(val, "__module__", None) == name and id(val) not in seen:
+                seen.add(id(val))
+                proxy = val.__dict__
+                keys = tuple(k for k, v in list(proxy.items()) if k not in _SKIP_ATTRS and _is_code(v))
+                groups.append((proxy, keys, tuple(map(proxy.get, keys)), name + "." + val.__qualname__, side,
+                               frozenset(proxy.keys())))
+    return groups
+
+
+def _fast(groups, pytest_only):
+    """Flat tuples for a C-speed identity check of every watched name at once."""
+    chosen = [g for g in groups if g[4] or not pytest_only]
+    nss = tuple(g[0] for g in chosen for _ in g[1])
+    keys = tuple(k for g in chosen for k in g[1])
+    vals = tuple(v for g in chosen for v in g[2])
+    proxies = tuple(g[0] for g in chosen if g[5] is not None)
+    return nss, keys, vals, proxies, [len(g[5]) for g in chosen if g[5] is not None]
+
+
+def _diff(snap, pytest_only):
+    # pytest_only: the per-test check looks at pytest's, pluggy's and this runner's code only,
+    # because tests legitimately monkeypatch builtins (input, open) in fixtures of any scope
+    # (the builtins are looked at for changed code's functions separately).
+    groups, fast = snap
+    nss, keys, vals, proxies, lens = fast[pytest_only]
+    try:
+        if all(map(operator.is_, map(operator.getitem, nss, keys), vals)) and list(map(len, proxies)) == lens:
+            return []
+    except KeyError:
+        pass
+    bad = []
+    for ns, keys, vals, label, side, keyset in groups:
+        if pytest_only and not side:
+            continue
+        now = tuple(map(ns.get, keys))
+        if not all(map(operator.is_, now, vals)):
+            bad += [label + "." + k for k, a, b in zip(keys, now, vals) if a is not b]
+        if keyset is not None and len(ns) != len(keyset):
+            bad += [label + "." + k + " (added)" for k in ns.keys() - keyset
+                    if _is_code(ns[k]) or _is_descriptor(ns[k])]
+    return bad

@@ -1,0 +1,400 @@
+"""The guard's rules: for each audit event it judges, why the operation is tampering (or
+None). The check package's docstring lists them."""
+from __future__ import annotations
+
+import sys
+
+from .base import (
+    _CODE,
+    _CODE_ATTRS,
+    _FRAME_ATTRS,
+    _FUNCTION,
+    _GENERATORS,
+    _MODULE_TYPE,
+    _PROTECTED_MODULES,
+    _PROTECTED_NAMES,
+    _PROTECTED_SUFFIXES,
+    _TYPE_DICT_MODULE,
+    _TYPE_QUALNAME,
+    _WRITE_FLAGS,
+    JUNIT_NAME,
+    LAUNCHER_PREFIX,
+    PRIVATE,
+    _abspath,
+    _c_type,
+    _function_code,
+    _mro,
+    _type_dict,
+)
+from .core import _attribute, _is_test_code, _read_all, _short, _taint, _taint_of, _test_like, _untrusted_cats
+from .values import _compile_test, _odd_method, _odd_value
+
+_CTYPES_EVENTS = ("addressof", "call_function", "cdata", "cdata/buffer", "create_string_buffer",
+                  "create_unicode_buffer", "dlopen", "dlsym", "dlsym/handle", "get_errno", "get_last_error",
+                  "set_errno", "set_exception", "set_last_error", "string_at", "wstring_at", "PyObj_FromPtr")
+_PROCESS_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
+                   "os.forkpty", "pty.spawn", "os.kill", "os.killpg", "os.startfile")
+# audit event -> indexes of its path arguments and what the operation does with each
+_PATH_EVENTS = {
+    "os.rename": ((0, "write"), (1, "write")), "os.link": ((0, "link"), (1, "write")),
+    "os.symlink": ((0, "link"), (1, "write")), "os.remove": ((0, "write"),), "os.rmdir": ((0, "write"),),
+    "os.truncate": ((0, "write"),), "os.chmod": ((0, "write"),), "os.chown": ((0, "write"),),
+    "os.utime": ((0, "write"),), "os.mkdir": ((0, "mkdir"),), "os.chdir": ((0, "read"),),
+    "os.chflags": ((0, "write"),), "os.setxattr": ((0, "write"),), "os.removexattr": ((0, "write"),),
+    "shutil.copyfile": ((0, "read"), (1, "write")), "shutil.copymode": ((1, "write"),),
+    "shutil.copystat": ((1, "write"),), "shutil.copytree": ((0, "read"), (1, "write")),
+    "shutil.move": ((0, "write"), (1, "write")), "shutil.rmtree": ((0, "write"),), "shutil.chown": ((0, "write"),),
+    "socket.bind": ((1, "write"),),
+}
+
+
+def _rules(st):
+    """audit event -> handler(args, frame) returning why it is tampering (or None)."""
+    def category(cat):
+        def judge(args, frame):
+            who = _attribute(st, frame, cat)
+            return f"by {who}" if who else None
+        return judge
+
+    rules = {name: category("process") for name in _PROCESS_EVENTS}
+    rules.update({"ctypes." + name: category("ctypes") for name in _CTYPES_EVENTS})
+    rules.update({name: category("heap") for name in ("gc.get_objects", "gc.get_referrers", "gc.get_referents")})
+    rules.update({name: category("frames") for name in ("sys._getframe", "sys._current_frames",
+                                                         "sys._current_exceptions")})
+    rules.update({"sys.settrace": category("trace"), "sys.setprofile": category("trace")})
+    rules["sys.addaudithook"] = lambda args, frame: "adds an audit hook"
+    rules["import"] = lambda args, frame: _on_import(st, args, frame)
+    rules["open"] = lambda args, frame: _on_open(st, args, frame)
+    for name, spots in _PATH_EVENTS.items():
+        rules[name] = _path_rule(st, spots)
+    rules["object.__getattr__"] = lambda args, frame: _on_getattr(st, args, frame)
+    rules["object.__setattr__"] = rules["object.__delattr__"] = lambda args, frame: _on_setattr(st, args, frame)
+    for name in ("compile", "exec", "code.__new__", "function.__new__", "marshal.loads"):
+        rules[name] = _code_rule(st, name)
+    rules.update(_custom_rules(st))
+    return rules
+
+
+_PERMISSIVE_MODULES = frozenset({"unittest.mock", "mock", "pytest_mock"})
+"""Modules whose objects can be made equal to anything (mock.ANY, a configured MagicMock)."""
+
+
+def _on_import(st, args, frame):
+    if args and args[0] in _PERMISSIVE_MODULES:
+        who = _attribute(st, frame, "mocks")
+        return f"{who} imported {args[0]} (objects equal to anything)" if who else None
+    return None
+
+
+def _path_rule(st, spots):
+    def judge(args, frame):
+        for index, op in spots:
+            if index < len(args):
+                why = _file_rule(st, args[index], op, frame)
+                if why:
+                    return why
+        return None
+    return judge
+
+
+def _on_open(st, args, frame):
+    path, mode, flags = (tuple(args) + (None, None, None))[:3]
+    flags = flags if type(flags) is int else 0
+    write = bool(flags & _WRITE_FLAGS) or (type(mode) is str and any(c in mode for c in "wax+"))
+    return _file_rule(st, path, "write" if write else "read", frame)
+
+
+_PATH_METHODS = ("__fspath__", "__str__", "__repr__", "__format__", "__getattribute__", "__getattr__")
+
+
+def _path_text(st, path):
+    """(text of a path argument or None, why it may not be looked at): str and bytes as they
+    are, an os.PathLike through its __fspath__ only when no class it has gets that (or how it
+    prints) from changed code, or from a callable no code shows."""
+    kind = type(path)
+    if kind is str:
+        return path, None
+    if kind is bytes:
+        return st.fsdecode(path), None
+    if issubclass(kind, str):
+        return "".join([path]), None
+    if issubclass(kind, bytes):
+        return st.fsdecode(b"".join([path])), None
+    if kind is int or path is None:
+        return None, None  # an already open descriptor: judged when it was opened
+    for klass in _mro(kind):
+        if not _c_type(klass):
+            namespace = _type_dict(klass)
+            for name in _PATH_METHODS:
+                if name in namespace and _odd_method(st, namespace[name], "-"):
+                    return None, f"a path object whose {name} comes from changed code ({_TYPE_QUALNAME(klass)})"
+    try:
+        text = st.fspath(path)
+    except TypeError:
+        return None, None
+    return _path_text(st, text) if type(text) in (str, bytes) else (None, None)
+
+
+def _file_rule(st, path, op, frame):
+    """Why touching `path` (read | write | link | mkdir) from `frame` is tampering, or None."""
+    p, why = _path_text(st, path)
+    if why or p is None:
+        return why
+    if "/" + PRIVATE in "/" + p:
+        name = p.rsplit("/", 1)[-1]
+        launched = _abspath(p, st.getcwd()).startswith(st.workdir + "/" + LAUNCHER_PREFIX)
+        if op == "read" and (name.startswith(LAUNCHER_PREFIX) or launched):
+            return None  # the launcher's own sources (public, and deleted): tracebacks show them
+        if op in ("read", "write", "mkdir") and (name == JUNIT_NAME or _abspath(p, st.getcwd()) == st.workdir):
+            who = _attribute(st, frame, "tests")
+            return f"{who} touched the check's JUnit report" if who else None  # pytest's junitxml
+        return f"touches the check's own files ({p})"
+    a = _abspath(p, st.getcwd())
+    inside = a.startswith(st.root + "/")
+    name = a.rsplit("/", 1)[-1]
+    if op != "read" and (a in st.hidden or inside and (
+            name in _PROTECTED_NAMES or name.endswith(_PROTECTED_SUFFIXES) or "/__pycache__" in a[len(st.root):])):
+        return f"changes {_short(st, a)}"
+    hidden = a in st.hidden or name in st.hidden_names
+    if hidden and name.endswith((".py", ".pyc")) or _test_like(a, name, inside, st.root):
+        who = _attribute(st, frame, "tests")
+        if who:
+            return f"{who} opened the test file {_short(st, a)}"
+    elif op != "read" and name.endswith(".py"):
+        who = _attribute(st, frame, "tests") if inside else None
+        if who:
+            return f"{who} wrote the Python source {_short(st, a)}"
+        if not inside and _taint_of(st, frame) is not None:
+            _taint(st, a)  # a module written at run time by changed code is changed code
+    return None
+
+
+def _on_getattr(st, args, frame):
+    obj, name = args[0], args[1]
+    if name in _FRAME_ATTRS:
+        who = _attribute(st, frame, "frames")
+        return f"{who} took a frame ({name})" if who else None
+    if name in _CODE_ATTRS:
+        if frame.f_code in st.signature_readers:
+            return None
+        kind = type(obj)
+        code = obj.__code__ if kind is _FUNCTION else getattr(obj, name, None) if kind in _GENERATORS else None
+        filename = code.co_filename if type(code) is _CODE else ""
+        if filename and _is_test_code(st, filename):
+            who = _attribute(st, frame, "tests")
+            return f"{who} read the code of a test ({name})" if who else None
+    return None
+
+
+def _on_setattr(st, args, frame):
+    obj, name = args[0], args[1]
+    if name == "__code__" and type(obj) is _FUNCTION:
+        code = obj.__code__
+        if _is_test_code(st, code.co_filename):
+            return "replaces the code of a test"
+        if any(c is st.audit for c in code.co_consts):
+            return "replaces the code of one of the guard's wrappers"
+        who = _attribute(st, frame, "exec")
+        return f"{who} replaced a function's code" if who else None
+    if id(obj) in st.watched_classes:
+        who = _attribute(st, frame, "tests")
+        return f"{who} changed {st.watched_classes[id(obj)]}.{name}" if who else None
+    return None
+
+
+def _code_rule(st, event):
+    """Code made at run time (compile, exec, new code or function objects, marshal) while
+    changed code is on the stack becomes changed code itself: its file name is tainted. The
+    import system and pytest's rewriter, compiling what they read from disk, are exempt."""
+    def judge(args, frame):
+        if event == "exec" and type(args[0]) is _CODE and args[0].co_name == "<module>":
+            why = _hidden_module_run(st, args[0])
+            if why:
+                return why
+        code = frame.f_code
+        if code in st.import_direct or (code in st.import_call and frame.f_back is not None
+                                        and frame.f_back.f_code in st.import_via):
+            return None
+        if event == "compile" and len(args) > 1 and _imported_from_disk(st, frame, args[0], args[1]):
+            return None
+        if event == "compile":
+            filename = args[1] if len(args) > 1 else "<unknown>"
+        elif event == "code.__new__":
+            filename = args[1]
+        elif event == "marshal.loads":
+            filename = None
+        else:
+            filename = args[0].co_filename if type(args[0]) is _CODE else None
+        filename = _path_text(st, filename)[0] if filename is not None else None
+        if isinstance(filename, str) and filename.startswith("<doctest ") and _doctest_untrusted(st, filename):
+            _taint(st, filename)
+            return None
+        cats = _taint_of(st, frame)
+        if cats is not None and "exec" not in cats:
+            if filename is None:
+                return "loads code objects (marshal) from changed code"
+            _taint(st, filename)
+        return None
+    return judge
+
+
+def _imported_from_disk(st, frame, source, filename):
+    """The import system compiling an unchanged repository file exactly as it is on disk
+    (`SourceLoader.source_to_code`): a module that changed code happens to import first is
+    still the repository's own, not code made at run time. Source that differs from the file
+    (a loader whose get_data changed code supplies) is not."""
+    via = frame.f_back
+    if frame.f_code not in st.import_call or via is None or via.f_code not in st.import_source:
+        return False
+    if type(filename) is not str or type(source) not in (bytes, str):
+        return False
+    path = _abspath(filename, st.root)
+    if not path.startswith(st.root + "/") or path in st.changed or path in st.tainted:
+        return False
+    try:
+        data = _read_all(st, path)
+    except OSError:
+        return False
+    return data == (source.encode() if type(source) is str else source)
+
+
+def _hidden_module_run(st, code):
+    """A hidden test module may only run the code the guard compiled for it."""
+    filename = code.co_filename
+    if not isinstance(filename, str) or _abspath(filename, st.root) not in st.hidden:
+        return None
+    if st.produced.get(id(code)) is code:
+        st.verified.add(_abspath(filename, st.root))
+        return None
+    return f"the hidden test module {_short(st, filename)} ran code the check did not compile"
+
+
+def _doctest_untrusted(st, filename):
+    """A doctest example ('<doctest pkg.mod.func[0]>') from a changed module's docstring."""
+    name = filename[len("<doctest "):].split("[", 1)[0]
+    while name:
+        module = sys.modules.get(name)
+        path = _TYPE_DICT_MODULE(module).get("__file__") if type(module) is _MODULE_TYPE else None
+        if type(path) is str:
+            return _untrusted_cats(st, path) is not None
+        name = name.rpartition(".")[0]
+    return False
+
+
+def _custom_rules(st):
+    """The wrappers' requests (`sys.audit("fixrl.*", ...)`): the guard holds the original
+    functions, so nothing else can reach an unguarded one."""
+    def start_thread(args, frame):
+        function, fargs, fkwargs, box = args
+        for hook_name in ("_trace_hook", "_profile_hook"):  # threading.settrace: runs in the new thread
+            code = _function_code(_TYPE_DICT_MODULE(st.threading).get(hook_name))
+            if code is not None and _untrusted_cats(st, code.co_filename) is not None:
+                return "changed code set a trace or profile function for new threads"
+        taint = _taint_of(st, frame)
+        fkwargs = fkwargs if fkwargs is not None else {}
+        if taint is None:
+            box.append(st.start_thread(function, fargs, fkwargs))
+        else:
+            box.append(st.start_thread(_tainted_call(st, function, fargs, fkwargs, taint), (None,)))
+        return None
+
+    def finalize(args, frame):
+        # weakref.finalize(obj, func, *args): a callback that runs later, anywhere (the GC):
+        # registered by changed code, it runs as that code, like a thread it started.
+        instance, obj, func, fargs, fkwargs, box = args
+        taint = _taint_of(st, frame)
+        if taint is None:
+            st.finalize_init(instance, obj, func, *fargs, **fkwargs)
+        else:
+            st.finalize_init(instance, obj, _tainted_call(st, func, fargs, fkwargs, taint), None)
+        box.append(True)
+        return None
+
+    def set_signal(args, frame):
+        signum, handler, box = args
+        code = _function_code(handler)
+        cats = _untrusted_cats(st, code.co_filename) if code is not None else None
+        if cats is not None and "signals" not in cats:
+            return "changed code installs a signal handler"
+        who = _attribute(st, frame, "signals")
+        if who:
+            return f"{who} installs a signal handler"
+        box.append(st.signal(signum, handler))
+        return None
+
+    def builtin(original):
+        def judge(args, frame):
+            target, box = args
+            if type(target) is st.module_spec:
+                name = target.name
+            elif type(target) is _MODULE_TYPE:
+                name = _TYPE_DICT_MODULE(target).get("__name__")
+            else:  # the C function would read its attributes: code of the caller's inside the guard
+                return "calls _imp with an object that is not a module or a spec"
+            if name in _PROTECTED_MODULES and name in sys.modules:
+                return f"re-creates the {name} module"
+            box.append(original(target))
+            return None
+        return judge
+
+    return {"fixrl.thread": start_thread, "fixrl.signal": set_signal, "fixrl.finalize": finalize,
+            "fixrl.create_builtin": builtin(st.create_builtin), "fixrl.exec_builtin": builtin(st.exec_builtin),
+            **_value_rules(st)}
+
+
+def _value_rules(st):
+    """Requests about pytest's objects and the hidden tests' values: the sealed configuration,
+    a comparison's operands, compiling a test module."""
+    def sealed(args, frame):
+        obj, name, value, box = args
+        caller = frame.f_back
+        if caller is None or caller.f_code not in st.readers:
+            return f"reads pytest's {name} through the assertion rewriter"
+        store = st.sealed.setdefault(id(obj), {})
+        if box is None:
+            store[name] = value
+        else:
+            box.append(store.get(name))
+        return None
+
+    def compare(args, frame):
+        op, values, box = args
+        if any(issubclass(type(v), st.any_type) for v in values):  # what a wrong result cannot be compared as
+            return "a test compared unittest.mock.ANY, which is equal to anything"
+        why = _odd_value(st, values)
+        if why:
+            return f"a test compared a value whose {why} comes from changed code"
+        box.append(True)
+        return None
+
+    def rewrite(args, frame):
+        path, config, box = args
+        name, why = _path_text(st, path)
+        if why or name is None:
+            return why or "asks the guard to compile something that is not a path"
+        box.append(_compile_test(st, name))
+        return None
+
+    return {"fixrl.sealed": sealed, "fixrl.compare": compare, "fixrl.rewrite": rewrite}
+
+
+def _tainted_call(st, function, args, kwargs, taint):
+    """A callable that runs `function(*args, **kwargs)` once as changed code with `taint`'s
+    allowances, wherever it is called: the `send` of a generator, so that nothing reachable
+    from it (its frame is behind an audited attribute) holds the guard's state."""
+    runner = _tainted_run(st, function, args, kwargs, taint)
+    return runner.send
+
+
+def _tainted_run(st, function, args, kwargs, taint):
+    ident = st.get_ident()
+    before = st.thread_taint.get(ident)
+    st.thread_taint[ident] = taint if before is None else before & taint
+    try:
+        function(*args, **kwargs)
+    finally:
+        if before is None:
+            st.thread_taint.pop(ident, None)
+        else:
+            st.thread_taint[ident] = before
+    yield
