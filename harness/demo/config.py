@@ -12,7 +12,8 @@ from typing import Any
 
 from fixrl.envs import EnvConfig
 from fixrl.sandbox import SandboxConfig
-from fixrl.train.config import DEFAULT_PRESET, GRPOConfig, SFTConfig, make_config
+from fixrl.train.config import GRPOConfig, SFTConfig
+from fixrl.train.resolve import DEFAULT_PRESET, make_config
 
 DEMO_PROMPT = ("Fix the bug. Tools: read(path), test(), edit(path, old, new), submit(). "
                "One tool call per reply; {max_turns} calls{edits}.")
