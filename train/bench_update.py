@@ -37,9 +37,9 @@ from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.train.bench_logprobs import largest_chunk, layout
 from fixrl.train.bench_proc import cpu_seconds, reset_peak, status_mib
 from fixrl.train.config import LoRAConfig
-from fixrl.train.resolve import make_config, resolve
 from fixrl.train.memory_model import SHAPES, ModelShape
 from fixrl.train.precision import mixed_precision
+from fixrl.train.resolve import make_config, resolve
 
 MIB = 2 ** 20
 TEXT_VOCAB = 151_643

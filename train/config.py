@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fixrl.envs import EnvConfig
-from fixrl.harness.agent.precision import PRECISIONS
 from fixrl.sandbox import SandboxConfig
 
 ScaleRewards = Literal["none", "group", "batch"]
@@ -32,6 +31,7 @@ LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo", "seq_mean_token_sum"]
 KLEstimator = Literal["k1", "k2", "k3"]
 ISLevel = Literal["token", "sequence"]
 Precision = Literal["fp32", "fp16", "bf16"]
+"""`harness.agent.precision.PRECISIONS`, spelled out so that a config loads without torch."""
 
 # GRPO's episodes differ from EnvConfig's defaults in these (a partial `env` is merged over them).
 GRPO_ENV_DEFAULTS: dict[str, Any] = {"max_turns": 6, "rename": True}
@@ -244,8 +244,9 @@ def _check_choices(cfg: GRPOConfig) -> None:
     for name, choices in _literal_fields().items():
         if getattr(cfg, name) not in choices:
             raise _bad(cfg, name, f"must be one of {', '.join(map(repr, choices))}")
-    if cfg.precision is not None and cfg.precision not in PRECISIONS:
-        raise _bad(cfg, "precision", f"must be one of {', '.join(map(repr, PRECISIONS))} (or None: by device)")
+    if cfg.precision is not None and cfg.precision not in typing.get_args(Precision):
+        raise _bad(cfg, "precision", f"must be one of {', '.join(map(repr, typing.get_args(Precision)))} "
+                                     "(or None: by device)")
     reward = cfg.env.reward
     if not (isinstance(reward, str) and reward in ("hidden", "public")) and not callable(reward):
         raise _bad(cfg, "env.reward", 'must be "hidden", "public", "module:function" or a callable')
@@ -350,8 +351,8 @@ class SFTConfig(LoRAConfig):
             raise ValueError("SFTConfig.data: give at least one data file")
         if self.lr_scheduler not in ("linear", "cosine", "constant"):
             raise ValueError(f"SFTConfig.lr_scheduler={self.lr_scheduler!r}: use linear, cosine or constant")
-        if self.precision is not None and self.precision not in PRECISIONS:
-            raise ValueError(f"SFTConfig.precision={self.precision!r}: use {', '.join(PRECISIONS)} "
+        if self.precision is not None and self.precision not in typing.get_args(Precision):
+            raise ValueError(f"SFTConfig.precision={self.precision!r}: use {', '.join(typing.get_args(Precision))} "
                              "(or None: by device)")
 
 

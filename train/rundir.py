@@ -2,9 +2,10 @@
 events, the per-step trajectory files, the checkpoint (weights, optimizer, scheduler, scaler,
 sampler and RNG states, config.json) and the adapter alone.
 
-What it does not guarantee: that a checkpoint loads under another torch version, or that a run
-interrupted while its checkpoint directory was being renamed into place (a crash, not Ctrl-C,
-which `grpo` holds until the checkpoint is written) leaves more than `checkpoint.old`.
+What it does not guarantee: that a checkpoint loads under another torch version; or a resumable
+directory after a crash (not Ctrl-C, which `grpo` holds until a checkpoint is written) between
+the two renames that put a new checkpoint in place: the last one is then in `checkpoint.old`,
+and `--resume` reads only `checkpoint`.
 """
 from __future__ import annotations
 

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from fixrl.train.config import LoRAConfig
-from fixrl.train.resolve import make_config, resolve
 from fixrl.train.model import ModelError, load_trainable
 from fixrl.train.precision import MixedPrecision, cast_for_training, mixed_precision, optimizer_step, restore_scaler
+from fixrl.train.resolve import make_config, resolve
 
 # The sampler's and the trainer's log-probs of the same sampled tokens, fp16 (measured on the
 # test below: max 0.023, mean 0.0023; the importance ratio then stays within exp(0.05) = 1.05

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from fixrl.harness.agent.trajectory import Trajectory
-from fixrl.train.resolve import make_config, resolve
 from fixrl.train.grpo import Learner, deferred_interrupt, grpo_update
 from fixrl.train.model import Reference
+from fixrl.train.resolve import make_config, resolve
 
 
 def tiny_peft(seed=0):
