@@ -40,13 +40,16 @@ import signal
 import threading
 import time
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, TypedDict
+from typing import Iterator, TypedDict
 
 import torch
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from torch import Tensor
+from transformers import PreTrainedTokenizerBase
 
 from fixrl import tasks as tasks_pkg
 from fixrl.evals.run import evaluate
@@ -77,12 +80,6 @@ from fixrl.train.rundir import (
 )
 from fixrl.train.sampler import DynamicSampler
 from fixrl.train.sft import lr_factor, pad_batch
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from rich.console import Console
-    from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 

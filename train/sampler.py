@@ -20,13 +20,11 @@ from __future__ import annotations
 import logging
 import random
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.train.batch import Group, SampleBatch
-
-if TYPE_CHECKING:
-    from fixrl.train.resolve import RunConfig
+from fixrl.train.resolve import RunConfig
 
 log = logging.getLogger(__name__)
 
