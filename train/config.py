@@ -1,30 +1,28 @@
-"""The one config of a GRPO run, its presets, and the LoRA settings shared with SFT.
+"""What a user sets for `fixrl grpo` and `fixrl sft`: one plain, frozen dataclass per job, a
+docstring per field, and the checks of each value on its own.
 
 Field names and values follow TRL's GRPOConfig where TRL has one (num_generations,
 temperature, beta, epsilon, epsilon_high, loss_type `grpo | bnpo | dr_grpo | dapo`,
 scale_rewards `group | batch | none`, importance_sampling_level, num_iterations,
 steps_per_generation, max_steps, eval_steps, save_steps, learning_rate, max_grad_norm). The
 episodes' settings are an `envs.EnvConfig` and their sandboxes a `sandbox.SandboxConfig`,
-nested as `env` and `sandbox`. Earlier names (`epochs`, `minibatches`, `steps`, `eval_every`,
-`save_every`, loss types `token_mean` ..., `scale_rewards="rloo"`, the flat `backend` /
-`max_turns` / ... fields, the `octlm` preset) are aliases, so every saved config.json still
-loads. A preset is a named set of fields applied over the defaults; the defaults are the
-`dynamic_mean` preset. Derived values (epsilon_high, the constant loss normaliser, the groups
-per rollout call) are resolved once in `__post_init__`, so config.json in a run directory holds
-exactly the values the run used.
+nested as `env` and `sandbox`.
+
+What this module does not do: presets, the names of earlier versions (config.json files of older
+run directories) and the values derived from others (epsilon_high, the constant loss
+normaliser, the groups per rollout call) are `train.resolve`'s; a field left None here means
+"derive it", and `resolve()` turns a config into the frozen record a run reads and logs.
 """
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from fixrl.envs import EnvConfig
-from fixrl.harness.agent.precision import PRECISIONS
 from fixrl.sandbox import SandboxConfig
 
 ScaleRewards = Literal["none", "group", "batch"]
@@ -32,28 +30,16 @@ Baseline = Literal["mean", "leave_one_out"]
 LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo", "seq_mean_token_sum"]
 KLEstimator = Literal["k1", "k2", "k3"]
 ISLevel = Literal["token", "sequence"]
+Precision = Literal["fp32", "fp16", "bf16"]
+"""`harness.agent.precision.PRECISIONS`, spelled out so that a config loads without torch."""
 
-# Earlier names of GRPOConfig fields -> today's (TRL's where TRL has one).
-FIELD_ALIASES = {"epochs": "num_iterations", "minibatches": "steps_per_generation", "steps": "max_steps",
-                 "eval_every": "eval_steps", "save_every": "save_steps"}
-# Earlier values -> today's. verl's loss aggregation names are TRL's loss types.
-LOSS_TYPE_ALIASES = {"token_mean": "dapo", "seq_mean_token_mean": "grpo", "constant": "dr_grpo"}
-PRESET_ALIASES = {"octlm": "dynamic_mean"}
-# Fields that moved into the nested configs (a config.json written before has them flat).
-ENV_FIELDS = ("max_turns", "max_edits", "rename", "system_prompt", "tool_schemas", "reward")
-SANDBOX_FIELDS = ("backend", "image", "pool_size")
 # GRPO's episodes differ from EnvConfig's defaults in these (a partial `env` is merged over them).
 GRPO_ENV_DEFAULTS: dict[str, Any] = {"max_turns": 6, "rename": True}
-
-
-def canonical_loss_type(value: str) -> str:
-    """A loss type in TRL's names (`token_mean` -> `dapo`, ...); unknown values pass through."""
-    return LOSS_TYPE_ALIASES.get(value, value)
 
 ALL_LINEAR = "all-linear"
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoRAConfig:
     """How the trainable weights are made; shared by `fixrl sft` and `fixrl grpo`."""
 
@@ -71,9 +57,11 @@ class LoRAConfig:
     checkpoint directory, not an adapter)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class GRPOConfig(LoRAConfig):
-    """Every setting `fixrl grpo` reads. Defaults are the `octlm` preset."""
+    """Every setting `fixrl grpo` reads, as the user gave it. The defaults are the `dynamic_mean`
+    preset's values. A derived field left None (epsilon_high, loss_constant, groups_per_rollout,
+    precision) is filled in by `train.resolve.resolve`."""
 
     # ---- what to train, on what --------------------------------------------------------
     model: str = ""
@@ -204,25 +192,14 @@ class GRPOConfig(LoRAConfig):
     """Write TensorBoard events to RUN/tb (skipped with a warning when tensorboard is absent)."""
     device: str | None = None
     """"cpu", "cuda" or None (CUDA when present)."""
-    precision: Literal["fp32", "fp16", "bf16"] | None = None
+    precision: Precision | None = None
     """"fp32", "fp16" (frozen weights float16, LoRA float32, fp16 autocast and a GradScaler: the
     T4 path) or "bf16"; None: fp16 on CUDA, fp32 elsewhere. A run records the resolved value."""
     preset: str | None = None
     """The preset these values came from (for the record only)."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.env, dict):
-            self.env = _env_from_dict(self.env)
-        if isinstance(self.sandbox, dict):
-            self.sandbox = SandboxConfig(**self.sandbox)
-        self.loss_type = canonical_loss_type(self.loss_type)
-        if self.epsilon_high is None:
-            self.epsilon_high = self.epsilon
-        if self.loss_constant is None and self.env.max_turns is not None:
-            self.loss_constant = self.env.max_turns * self.max_new_tokens
-        if self.groups_per_rollout is None:
-            self.groups_per_rollout = self.min_mixed_groups if self.dynamic_sampling else self.tasks_per_step
-        self.validate()
+        self.validate()  # a config that exists is valid; nothing is rewritten here
 
     @property
     def max_turns(self) -> int | None:
@@ -230,72 +207,22 @@ class GRPOConfig(LoRAConfig):
         return self.env.max_turns
 
     def validate(self) -> None:
-        def bad(name: str, why: str) -> ValueError:
-            return ValueError(f"GRPOConfig.{name}={_get(self, name)!r}: {why}")
-
-        for name, t in _literal_fields().items():
-            if getattr(self, name) not in t:
-                raise bad(name, f"must be one of {', '.join(map(repr, t))}")
-        for name in ("num_generations", "max_new_tokens", "max_total_tokens", "num_iterations",
-                     "steps_per_generation", "min_mixed_groups", "max_group_tries", "tasks_per_step",
-                     "chunk_size", "micro_batch_size", "eval_generations", "outcome_memory"):
-            if int(getattr(self, name)) < 1:
-                raise bad(name, "must be at least 1")
-        try:
-            self.sandbox.validate()
-        except ValueError as e:
-            raise ValueError(f"GRPOConfig.sandbox: {e}") from None
-        if self.env.max_turns is not None and self.env.max_turns < 1:
-            raise bad("env.max_turns", "must be at least 1 (or None: each task's own)")
-        if self.num_generations < 2:
-            raise bad("num_generations", "a group needs at least 2 episodes to have a baseline")
-        for name in ("max_steps", "eval_steps", "save_steps", "overlong_buffer", "warmup_steps"):
-            if int(getattr(self, name)) < 0:
-                raise bad(name, "must be >= 0")
-        if self.max_group_tries < self.min_mixed_groups:
-            raise bad("max_group_tries", f"must be >= min_mixed_groups ({self.min_mixed_groups})")
-        if self.temperature <= 0:
-            raise bad("temperature", "must be > 0 (the trainer divides logits by it)")
-        if not 0 < self.top_p <= 1:
-            raise bad("top_p", "must be in (0, 1]")
-        if self.epsilon < 0 or self.epsilon_high < 0:
-            raise bad("epsilon", "clip ranges must be >= 0")
-        if self.beta < 0 or self.learning_rate <= 0 or self.max_grad_norm <= 0:
-            raise bad("beta" if self.beta < 0 else "learning_rate", "must be positive")
-        if not 0 <= self.skip_keep_prob <= 1:
-            raise bad("skip_keep_prob", "must be in [0, 1]")
-        if self.overlong_buffer and self.env.max_turns is None:
-            raise bad("overlong_buffer", "needs env.max_turns (the budget it shapes over)")
-        if self.env.max_turns is not None and self.overlong_buffer > self.env.max_turns:
-            raise bad("overlong_buffer", f"must be <= env.max_turns ({self.env.max_turns})")
-        if self.loss_type == "dr_grpo" and not self.loss_constant:
-            raise bad("loss_constant", 'loss_type "dr_grpo" needs it (or env.max_turns to derive it from)')
-        if self.precision is not None and self.precision not in PRECISIONS:
-            raise bad("precision", f"must be one of {', '.join(map(repr, PRECISIONS))} (or None: by device)")
-        reward = self.env.reward
-        if not (isinstance(reward, str) and reward in ("hidden", "public")) and not callable(reward):
-            raise bad("env.reward", 'must be "hidden", "public", "module:function" or a callable')
+        """ValueError naming the first field whose value is not allowed."""
+        _check_choices(self)
+        _check_counts(self)
+        _check_ranges(self)
+        _check_episodes(self)
 
     def updated(self, **changes: Any) -> GRPOConfig:
-        """A copy with `changes` (any names `upgrade` knows). A value derived from other fields
-        (epsilon_high, loss_constant, groups_per_rollout) is derived again from the new ones,
-        unless it was set to something else or is among the changes."""
-        d = self.to_dict()
-        derived = {"epsilon_high": self.epsilon,
-                   "loss_constant": self.env.max_turns * self.max_new_tokens if self.env.max_turns else None,
-                   "groups_per_rollout": self.min_mixed_groups if self.dynamic_sampling else self.tasks_per_step}
-        for name, value in derived.items():
-            if d[name] == value:
-                d[name] = None
-        return GRPOConfig.from_dict(merge(d, changes))
-
-    # derived values a run reads
-    @property
-    def needs_old_logprobs(self) -> bool:
-        """Old log-probs are needed (and recomputed) when one batch makes several updates."""
-        return self.num_iterations > 1 or self.steps_per_generation > 1
+        """A copy with `changes` in today's names (`train.resolve` knows the earlier ones); a dict
+        for `env` or `sandbox` changes only the fields it names."""
+        for part in ("env", "sandbox"):
+            if isinstance(changes.get(part), dict):
+                changes[part] = dataclasses.replace(getattr(self, part), **changes[part])
+        return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
+        """Every field, JSON-ready: a reward given as a function is written as "module:function"."""
         d = dataclasses.asdict(self)
         reward = self.env.reward
         if callable(reward):
@@ -305,96 +232,71 @@ class GRPOConfig(LoRAConfig):
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
 
-    @classmethod
-    def load(cls, path: Path, **overrides: Any) -> GRPOConfig:
-        """A saved config.json with `overrides` (any names `upgrade` knows) applied over it."""
-        return cls.from_dict(merge(json.loads(Path(path).read_text()), overrides))
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> GRPOConfig:
-        """From a config.json (any version: earlier names and flat fields are upgraded)."""
-        d = upgrade(d)
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ValueError(f"unknown GRPOConfig field(s): {', '.join(unknown)}")
-        return cls(**d)
+def _bad(cfg: GRPOConfig, name: str, why: str) -> ValueError:
+    value: Any = cfg
+    for part in name.split("."):
+        value = getattr(value, part)
+    return ValueError(f"GRPOConfig.{name}={value!r}: {why}")
 
 
-def _get(cfg: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        cfg = getattr(cfg, part)
-    return cfg
+def _check_choices(cfg: GRPOConfig) -> None:
+    for name, choices in _literal_fields().items():
+        if getattr(cfg, name) not in choices:
+            raise _bad(cfg, name, f"must be one of {', '.join(map(repr, choices))}")
+    if cfg.precision is not None and cfg.precision not in typing.get_args(Precision):
+        raise _bad(cfg, "precision", f"must be one of {', '.join(map(repr, typing.get_args(Precision)))} "
+                                     "(or None: by device)")
+    reward = cfg.env.reward
+    if not (isinstance(reward, str) and reward in ("hidden", "public")) and not callable(reward):
+        raise _bad(cfg, "env.reward", 'must be "hidden", "public", "module:function" or a callable')
 
 
-def _env_from_dict(d: dict[str, Any]) -> EnvConfig:
-    d = {**GRPO_ENV_DEFAULTS, **d}
-    if isinstance(d.get("reward"), str):
-        d["reward"] = resolve_reward(d["reward"])
-    names = {f.name for f in dataclasses.fields(EnvConfig)}
-    unknown = sorted(set(d) - names)
-    if unknown:
-        raise ValueError(f"unknown EnvConfig field(s) in GRPOConfig.env: {', '.join(unknown)}")
-    return EnvConfig(**d)
+def _check_counts(cfg: GRPOConfig) -> None:
+    for name in ("num_generations", "max_new_tokens", "max_total_tokens", "num_iterations",
+                 "steps_per_generation", "min_mixed_groups", "max_group_tries", "tasks_per_step",
+                 "chunk_size", "micro_batch_size", "eval_generations", "outcome_memory"):
+        if int(getattr(cfg, name)) < 1:
+            raise _bad(cfg, name, "must be at least 1")
+    if cfg.num_generations < 2:
+        raise _bad(cfg, "num_generations", "a group needs at least 2 episodes to have a baseline")
+    for name in ("max_steps", "eval_steps", "save_steps", "overlong_buffer", "warmup_steps"):
+        if int(getattr(cfg, name)) < 0:
+            raise _bad(cfg, name, "must be >= 0")
+    if cfg.max_group_tries < cfg.min_mixed_groups:
+        raise _bad(cfg, "max_group_tries", f"must be >= min_mixed_groups ({cfg.min_mixed_groups})")
 
 
-def upgrade(d: dict[str, Any]) -> dict[str, Any]:
-    """A GRPOConfig dict in today's names: field and value aliases resolved, flat env/sandbox
-    fields and dotted keys (`env.max_turns`) moved into the nested dicts. Idempotent."""
-    d = dict(d)
-    env = _as_dict(d.pop("env", None))
-    sandbox = _as_dict(d.pop("sandbox", None))
-    for old, new in FIELD_ALIASES.items():
-        if old in d:
-            if new in d:
-                raise ValueError(f"GRPOConfig: give {new!r} or its earlier name {old!r}, not both")
-            d[new] = d.pop(old)
-    for key in list(d):
-        part, dot, rest = key.partition(".")
-        if dot and part in ("env", "sandbox"):
-            (env if part == "env" else sandbox)[rest] = d.pop(key)
-        elif key in ENV_FIELDS:
-            env[key] = d.pop(key)
-        elif key in SANDBOX_FIELDS:
-            sandbox[key] = d.pop(key)
-    if "loss_type" in d:
-        d["loss_type"] = canonical_loss_type(d["loss_type"])
-    if d.get("scale_rewards") == "rloo":
-        d["scale_rewards"], d["baseline"] = "none", "leave_one_out"
-    if d.get("preset") in PRESET_ALIASES:
-        d["preset"] = PRESET_ALIASES[d["preset"]]
-    if env:
-        d["env"] = env
-    if sandbox:
-        d["sandbox"] = sandbox
-    return d
+def _check_ranges(cfg: GRPOConfig) -> None:
+    if cfg.temperature <= 0:
+        raise _bad(cfg, "temperature", "must be > 0 (the trainer divides logits by it)")
+    if not 0 < cfg.top_p <= 1:
+        raise _bad(cfg, "top_p", "must be in (0, 1]")
+    if cfg.epsilon < 0 or (cfg.epsilon_high is not None and cfg.epsilon_high < 0):
+        raise _bad(cfg, "epsilon", "clip ranges must be >= 0")
+    if cfg.beta < 0 or cfg.learning_rate <= 0 or cfg.max_grad_norm <= 0:
+        raise _bad(cfg, "beta" if cfg.beta < 0 else "learning_rate", "must be positive")
+    if not 0 <= cfg.skip_keep_prob <= 1:
+        raise _bad(cfg, "skip_keep_prob", "must be in [0, 1]")
 
 
-def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """`over` applied to `base`, both upgraded; the nested `env` and `sandbox` merge field by field."""
-    base, over = upgrade(base), upgrade(over)
-    for part in ("env", "sandbox"):
-        if part in base and part in over:
-            over[part] = {**base[part], **over[part]}
-    return {**base, **over}
+def _check_episodes(cfg: GRPOConfig) -> None:
+    try:
+        cfg.sandbox.validate()
+    except ValueError as e:
+        raise ValueError(f"GRPOConfig.sandbox: {e}") from None
+    turns = cfg.env.max_turns
+    if turns is not None and turns < 1:
+        raise _bad(cfg, "env.max_turns", "must be at least 1 (or None: each task's own)")
+    if cfg.overlong_buffer and turns is None:
+        raise _bad(cfg, "overlong_buffer", "needs env.max_turns (the budget it shapes over)")
+    if turns is not None and cfg.overlong_buffer > turns:
+        raise _bad(cfg, "overlong_buffer", f"must be <= env.max_turns ({turns})")
+    if cfg.loss_type == "dr_grpo" and not (cfg.loss_constant or turns):
+        raise _bad(cfg, "loss_constant", 'loss_type "dr_grpo" needs it (or env.max_turns to derive it from)')
 
 
-def dotted_names(d: dict[str, Any]) -> list[str]:
-    """The fields a (partial) config dict sets, in today's names: `max_steps`, `sandbox.pool_size`."""
-    up = upgrade(d)
-    names = [k for k in up if k not in ("env", "sandbox")]
-    for part in ("env", "sandbox"):
-        names += [f"{part}.{k}" for k in up.get(part, {})]
-    return names
-
-
-def _as_dict(v: Any) -> dict[str, Any]:
-    if v is None:
-        return {}
-    return dataclasses.asdict(v) if dataclasses.is_dataclass(v) else dict(v)
-
-
-@dataclass
+@dataclass(frozen=True)
 class SFTConfig(LoRAConfig):
     """Every setting `fixrl sft` reads."""
 
@@ -435,7 +337,7 @@ class SFTConfig(LoRAConfig):
     """Data order and LoRA initialisation."""
     device: str | None = None
     """"cpu", "cuda" or None (CUDA when present)."""
-    precision: Literal["fp32", "fp16", "bf16"] | None = None
+    precision: Precision | None = None
     """"fp32", "fp16" (frozen weights float16, LoRA float32, fp16 autocast and a GradScaler) or
     "bf16"; None: fp16 on CUDA, fp32 elsewhere. sft_config.json records the resolved value."""
 
@@ -449,83 +351,9 @@ class SFTConfig(LoRAConfig):
             raise ValueError("SFTConfig.data: give at least one data file")
         if self.lr_scheduler not in ("linear", "cosine", "constant"):
             raise ValueError(f"SFTConfig.lr_scheduler={self.lr_scheduler!r}: use linear, cosine or constant")
-        if self.precision is not None and self.precision not in PRECISIONS:
-            raise ValueError(f"SFTConfig.precision={self.precision!r}: use {', '.join(PRECISIONS)} "
+        if self.precision is not None and self.precision not in typing.get_args(Precision):
+            raise ValueError(f"SFTConfig.precision={self.precision!r}: use {', '.join(typing.get_args(Precision))} "
                              "(or None: by device)")
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SFTConfig:
-        """From a saved sft_config.json's "config" (earlier names accepted: `epochs`)."""
-        d = dict(d)
-        if "epochs" in d:
-            d.setdefault("num_train_epochs", d.pop("epochs"))
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ValueError(f"unknown SFTConfig field(s): {', '.join(unknown)}")
-        return cls(**d)
-
-
-RESUMABLE_OVERRIDES = ("max_steps", "eval_steps", "save_steps", "sandbox.backend", "sandbox.image", "sandbox.pool_size",
-                       "sandbox.ray", "sandbox.ray_retries", "sandbox.ray_call_margin", "device", "tensorboard",
-                       "keep_trajectories")
-"""What `--resume` may change (today's names; earlier ones such as `steps`, `pool_size` map to these)."""
-
-
-# Each preset is a diff against the dataclass defaults (= octlm). A user's explicit fields
-# are applied over the preset.
-PRESETS: dict[str, dict[str, Any]] = {
-    # The default: G=6, advantage r - mean(group) (no std scaling), token mean over all generated
-    # tokens, sampling until 4 mixed groups or 16 tried, one on-policy update (no clip), no KL.
-    # (Earlier name: octlm.)
-    "dynamic_mean": dict(num_generations=6, scale_rewards="none", baseline="mean", loss_type="dapo",
-                         dynamic_sampling=True, min_mixed_groups=4, max_group_tries=16,
-                         num_iterations=1, steps_per_generation=1, beta=0.0),
-    # DeepSeekMath: mean/std advantage, per-sequence token mean, k3 KL at beta 0.04, no
-    # dynamic sampling; a single update per batch as the paper reports
-    "grpo": dict(scale_rewards="group", loss_type="grpo", beta=0.04, kl_estimator="k3",
-                 dynamic_sampling=False, num_iterations=1, steps_per_generation=1),
-    # Dr. GRPO: no std division, a constant normaliser instead of 1/|o_i|
-    "dr_grpo": dict(scale_rewards="none", loss_type="dr_grpo", dynamic_sampling=False, beta=0.0),
-    # DAPO: clip-higher, dynamic sampling, token-level loss, overlong shaping, no KL; two
-    # optimizer steps per batch so the (asymmetric) clip has something to act on
-    "dapo": dict(scale_rewards="group", loss_type="dapo", epsilon=0.2, epsilon_high=0.28,
-                 dynamic_sampling=True, overlong_buffer=2, steps_per_generation=2, beta=0.0),
-    # RLOO: leave-one-out baseline, the whole episode one action (sum over its tokens)
-    "rloo": dict(scale_rewards="none", baseline="leave_one_out", loss_type="seq_mean_token_sum",
-                 dynamic_sampling=False, num_iterations=1, steps_per_generation=1, beta=0.0),
-    # GSPO: one length-normalised ratio per sequence with the paper's narrow clip ranges
-    "gspo": dict(importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4,
-                 loss_type="grpo", steps_per_generation=2),
-}
-DEFAULT_PRESET = "dynamic_mean"
-
-
-def make_config(preset: str | None = DEFAULT_PRESET, **fields: Any) -> GRPOConfig:
-    """Defaults, then the preset's fields, then `fields` (explicit wins; earlier names accepted)."""
-    preset = PRESET_ALIASES.get(preset, preset) if preset else preset
-    if preset is not None and preset not in PRESETS:
-        names = ", ".join([*PRESETS, *(f"{a} (= {b})" for a, b in PRESET_ALIASES.items())])
-        raise ValueError(f"unknown preset {preset!r}; choose one of {names}")
-    merged = merge(dict(PRESETS.get(preset, {}) if preset else {}), fields)
-    merged["preset"] = preset
-    return GRPOConfig.from_dict(merged)
-
-
-def resolve_reward(value: str | Callable) -> str | Callable:
-    """"hidden" / "public" stay strings; "module:function" is imported."""
-    if callable(value) or value in ("hidden", "public"):
-        return value
-    module, sep, name = str(value).partition(":")
-    if not sep:
-        raise ValueError(f'reward={value!r}: use "hidden", "public" or "module:function"')
-    try:
-        fn = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as e:
-        raise ValueError(f"reward={value!r}: cannot import it ({e})") from e
-    if not callable(fn):
-        raise ValueError(f"reward={value!r} is not callable")
-    return fn
 
 
 def parse_override(text: str) -> tuple[str, Any]:

@@ -10,8 +10,8 @@ cannot represent, and should run in fp32 (or bf16 on a GPU that has it).
 from __future__ import annotations
 
 import math
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, ContextManager
 
 import torch
 
@@ -32,23 +32,23 @@ class MixedPrecision:
         """Whether the loss is scaled (fp16 only: bf16 has float32's exponent range)."""
         return self.precision == "fp16"
 
-    def autocast(self) -> ContextManager[Any]:
+    def autocast(self) -> AbstractContextManager[object]:
         return autocast(self.precision, self.device_type)
 
-    def grad_scaler(self) -> Any:
+    def grad_scaler(self) -> torch.amp.GradScaler:
         """A GradScaler for this device, enabled only for fp16 (a disabled one passes through)."""
 
         return torch.amp.GradScaler(self.device_type, enabled=self.scaled)
 
 
-def mixed_precision(precision: str | None, device: Any) -> MixedPrecision:
+def mixed_precision(precision: str | None, device: torch.device | str) -> MixedPrecision:
     """The setting resolved for `device` (None: fp16 on CUDA, fp32 elsewhere)."""
     resolved = resolve_precision(precision, device)
     device_type = getattr(device, "type", None) or str(device).split(":")[0]
     return MixedPrecision(resolved, device_type)
 
 
-def cast_for_training(model: Any, precision: str) -> Any:
+def cast_for_training(model: torch.nn.Module, precision: str) -> torch.nn.Module:
     """Frozen weights in the setting's dtype, trainable weights in float32 (GradScaler needs
     float32 master weights, and AdamW's update of a float16 LoRA weight would round away).
     In place; returns the model."""
@@ -71,7 +71,8 @@ class StepResult:
     """The GradScaler's scale after the step (None when the loss is not scaled)."""
 
 
-def optimizer_step(optimizer: Any, scaler: Any, params: list[Any], max_grad_norm: float) -> StepResult:
+def optimizer_step(optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler, params: list[torch.nn.Parameter],
+                   max_grad_norm: float) -> StepResult:
     """Unscale, clip, step, update the scale.
 
     Skipped -- weights and optimizer state untouched -- when a gradient is inf or nan: by the
@@ -94,7 +95,7 @@ def optimizer_step(optimizer: Any, scaler: Any, params: list[Any], max_grad_norm
     return StepResult(norm, False, None)
 
 
-def restore_scaler(scaler: Any, state: dict[str, Any]) -> None:
+def restore_scaler(scaler: torch.amp.GradScaler, state: dict[str, object]) -> None:
     """Load a checkpoint's GradScaler state; ValueError when the checkpoint holds none but the
     run scales its loss (a checkpoint written by another precision)."""
     if scaler.is_enabled() and not state:

@@ -20,52 +20,30 @@ from __future__ import annotations
 import logging
 import random
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from fixrl.harness.agent.trajectory import Trajectory
+from fixrl.train.batch import Group, SampleBatch
+from fixrl.train.resolve import RunConfig
 
 log = logging.getLogger(__name__)
 
+
+class TaskLike(Protocol):
+    """What the sampler needs of a task: its id (the suite's `Task`, or a stand-in in tests)."""
+
+    @property
+    def id(self) -> str: ...
+
+
 # rollout(tasks, call_index) -> trajectories with traj.group = index into `tasks`
-RolloutFn = Callable[[list[Any], int], list[Any]]
-
-
-@dataclass
-class SampleBatch:
-    """What one update's sampling produced."""
-
-    kept: list[list[Any]] = field(default_factory=list)
-    """The kept groups: each a list of its non-errored trajectories."""
-    sampled: list[Any] = field(default_factory=list)
-    """Every trajectory rolled out for this update, errored ones included."""
-    groups_tried: int = 0
-    all_pass: int = 0
-    """Tried groups whose rewards were all equal and positive."""
-    all_fail: int = 0
-    """Tried groups whose rewards were all equal and not positive."""
-    too_small: int = 0
-    """Tried groups left with fewer than 2 episodes after dropping errored ones."""
-    errors: int = 0
-    rollout_calls: int = 0
-    wanted: int = 0
-    skipped: dict[str, int] = field(default_factory=lambda: {"solved": 0, "hopeless": 0})
-
-    @property
-    def short(self) -> bool:
-        return len(self.kept) < self.wanted
-
-    @property
-    def episodes(self) -> list[Any]:
-        return [t for g in self.kept for t in g]
-
-
-def _errored(t: Trajectory) -> bool:
-    return t.info.outcome == "error"
+RolloutFn = Callable[[list[TaskLike], int], list[Trajectory]]
 
 
 class DynamicSampler:
-    def __init__(self, tasks: Sequence[Any], *, num_generations: int, dynamic_sampling: bool = True,
+    """Draws tasks in a seeded, resumable order and rolls out their groups until a batch is full."""
+
+    def __init__(self, tasks: Sequence[TaskLike], *, num_generations: int, dynamic_sampling: bool = True,
                  min_mixed_groups: int = 4, max_group_tries: int = 16, groups_per_rollout: int | None = None,
                  tasks_per_step: int = 4, skip_solved: bool = False, skip_hopeless: bool = False,
                  skip_keep_prob: float = 0.25, outcome_memory: int = 2, seed: int = 0) -> None:
@@ -89,7 +67,7 @@ class DynamicSampler:
         self.draws: dict[str, int] = {}
 
     @classmethod
-    def from_config(cls, tasks: Sequence[Any], cfg: Any) -> DynamicSampler:
+    def from_config(cls, tasks: Sequence[TaskLike], cfg: RunConfig) -> DynamicSampler:
         return cls(tasks, num_generations=cfg.num_generations, dynamic_sampling=cfg.dynamic_sampling,
                    min_mixed_groups=cfg.min_mixed_groups, max_group_tries=cfg.max_group_tries,
                    groups_per_rollout=cfg.groups_per_rollout, tasks_per_step=cfg.tasks_per_step,
@@ -119,7 +97,7 @@ class DynamicSampler:
         self.pos += 1
         return i
 
-    def draw(self, skipped: dict[str, int]) -> Any:
+    def draw(self, skipped: dict[str, int]) -> TaskLike:
         """The next task in the data order, letting solved/hopeless tasks through less often."""
         for _ in range(len(self.tasks)):
             task = self.tasks[self._next_index()]
@@ -145,29 +123,8 @@ class DynamicSampler:
             trajs = rollout(tasks, batch.rollout_calls)
             batch.rollout_calls += 1
             batch.sampled.extend(trajs)
-            by_group: dict[int, list[Any]] = {g: [] for g in range(n)}
-            for t in trajs:
-                if t.group is None or t.group not in by_group:
-                    raise RuntimeError(f"rollout returned a trajectory of group {t.group!r}; expected 0..{n - 1}")
-                by_group[t.group].append(t)
-            for g in range(n):
-                batch.groups_tried += 1
-                episodes = by_group[g]
-                scored = [t for t in episodes if not _errored(t)]
-                batch.errors += len(episodes) - len(scored)
-                if len(scored) < 2:
-                    batch.too_small += 1
-                    continue
-                rewards = [float(t.reward) for t in scored]
-                uniform = max(rewards) == min(rewards)
-                self._remember(tasks[g].id, "mixed" if not uniform else ("pass" if rewards[0] > 0 else "fail"))
-                if uniform:
-                    if rewards[0] > 0:
-                        batch.all_pass += 1
-                    else:
-                        batch.all_fail += 1
-                if not self.dynamic or not uniform:
-                    batch.kept.append(scored)
+            for group in _groups(tasks, trajs):
+                self._take(batch, group)
         if batch.short:
             log.warning("dynamic sampling came up short: %d of %d mixed groups after %d groups tried "
                         "(%d all-pass, %d all-fail)", len(batch.kept), batch.wanted, batch.groups_tried,
@@ -176,6 +133,22 @@ class DynamicSampler:
             log.info("sampler skipped %d solved and %d hopeless task draws", batch.skipped["solved"],
                      batch.skipped["hopeless"])
         return batch
+
+    def _take(self, batch: SampleBatch, group: Group) -> None:
+        """Count a tried group, remember its task's outcome, keep it when it can teach."""
+        batch.groups_tried += 1
+        batch.errors += len(group.dropped)
+        outcome = group.outcome
+        if outcome == "too_small":
+            batch.too_small += 1
+            return
+        self._remember(group.task_id, {"mixed": "mixed", "all_pass": "pass", "all_fail": "fail"}[outcome])
+        if outcome == "all_pass":
+            batch.all_pass += 1
+        elif outcome == "all_fail":
+            batch.all_fail += 1
+        if not self.dynamic or outcome == "mixed":
+            batch.kept.append(group)
 
     def _remember(self, task_id: str, outcome: str) -> None:
         self.memory.setdefault(task_id, deque(maxlen=self.memory_len)).append(outcome)
@@ -198,3 +171,13 @@ class DynamicSampler:
         self.order, self.pos, self.epoch = list(state["order"]), int(state["pos"]), int(state["epoch"])
         self.memory = {k: deque(v, maxlen=self.memory_len) for k, v in state["memory"].items()}
         self.draws = dict(state.get("draws", {}))
+
+
+def _groups(tasks: list[TaskLike], trajs: list[Trajectory]) -> list[Group]:
+    """The trajectories of one rollout call as one group per task (`traj.group` indexes `tasks`)."""
+    by_group: dict[int, list[Trajectory]] = {g: [] for g in range(len(tasks))}
+    for t in trajs:
+        if t.group is None or t.group not in by_group:
+            raise RuntimeError(f"rollout returned a trajectory of group {t.group!r}; expected 0..{len(tasks) - 1}")
+        by_group[t.group].append(t)
+    return [Group(task.id, tuple(by_group[g])) for g, task in enumerate(tasks)]

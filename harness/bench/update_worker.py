@@ -36,9 +36,10 @@ from fixrl.harness.agent.precision import autocast, compute_dtype
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.harness.bench.logprobs import largest_chunk, layout
 from fixrl.harness.bench.proc import cpu_seconds, reset_peak, status_mib
-from fixrl.train.config import LoRAConfig, make_config
+from fixrl.train.config import LoRAConfig
 from fixrl.train.memory_model import SHAPES, ModelShape
 from fixrl.train.precision import mixed_precision
+from fixrl.train.resolve import make_config, resolve
 
 MIB = 2 ** 20
 TEXT_VOCAB = 151_643
@@ -85,7 +86,7 @@ class UpdateRig:
         from fixrl.train.model import trainable_parameters  # noqa: PLC0415 - torch: the command line imports this bench for its flags
 
         self.model = model
-        self.cfg = make_config("dynamic_mean", precision=precision, chunk_size=chunk_size, learning_rate=1e-5)
+        self.cfg = resolve(make_config("dynamic_mean", precision=precision, chunk_size=chunk_size, learning_rate=1e-5))
         self.optimizer = torch.optim.AdamW(trainable_parameters(model), lr=self.cfg.learning_rate)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: 1.0)
         self.scaler = mixed_precision(precision, next(model.parameters()).device).grad_scaler()

@@ -12,7 +12,8 @@ from typing import Any
 
 from fixrl.envs import EnvConfig
 from fixrl.sandbox import SandboxConfig
-from fixrl.train.config import DEFAULT_PRESET, GRPOConfig, SFTConfig, make_config
+from fixrl.train.config import GRPOConfig, SFTConfig
+from fixrl.train.resolve import DEFAULT_PRESET, make_config, resolve
 
 DEMO_PROMPT = ("Fix the bug. Tools: read(path), test(), edit(path, old, new), submit(). "
                "One tool call per reply; {max_turns} calls{edits}.")
@@ -120,4 +121,5 @@ class DemoConfig:
         self.grpo = self.grpo.updated(**QUICK_GRPO)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "grpo": self.grpo.to_dict()}
+        # GRPO's derived values (epsilon_high, ...) as its run uses them
+        return {**dataclasses.asdict(self), "grpo": resolve(self.grpo).to_dict()}

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fixrl.train.config import PRESETS, GRPOConfig, make_config, parse_override
+from fixrl.train.config import GRPOConfig, parse_override
+from fixrl.train.resolve import PRESETS, config_from_dict, load_config, make_config, resolve
 
 REQUIRED = ["step", "rollout/reward", "rollout/pass_rate", "zero_adv_frac", "zero_adv_frac/all_pass",
             "zero_adv_frac/all_fail", "groups/tried", "groups/kept", "rollout/episodes", "rollout/errors",
@@ -31,11 +32,11 @@ def test_presets_and_config_errors(tmp_path):
     assert dapo.epsilon_high == 0.28 and dapo.dynamic_sampling and dapo.overlong_buffer == 2
     grpo = make_config("grpo", beta=0.1)  # explicit fields win over the preset
     assert grpo.scale_rewards == "group" and grpo.loss_type == "grpo" and grpo.beta == 0.1
-    assert make_config("dr_grpo").loss_constant == default.max_turns * default.max_new_tokens
+    assert resolve(make_config("dr_grpo")).loss_constant == default.max_turns * default.max_new_tokens
     rloo = make_config("rloo")
     assert (rloo.scale_rewards, rloo.baseline) == ("none", "leave_one_out")
     assert set(PRESETS) >= {"dynamic_mean", "grpo", "dr_grpo", "dapo", "rloo", "gspo"}
-    assert default.epsilon_high == default.epsilon and not default.needs_old_logprobs and dapo.needs_old_logprobs
+    assert resolve(default).epsilon_high == default.epsilon and not resolve(default).needs_old_logprobs and resolve(dapo).needs_old_logprobs
     for bad, match in [(dict(scale_rewards="std"), "scale_rewards"), (dict(num_generations=1), "num_generations"),
                        (dict(max_group_tries=2), "max_group_tries"), (dict(temperature=0), "temperature"),
                        (dict(reward="nope"), "reward"), (dict(bogus=1), "unknown GRPOConfig field"),
@@ -51,7 +52,7 @@ def test_presets_and_config_errors(tmp_path):
         parse_override("nofield=1")
     cfg = make_config("dapo", out=str(tmp_path))
     cfg.save(tmp_path / "c.json")
-    assert GRPOConfig.load(tmp_path / "c.json").to_dict() == cfg.to_dict()
+    assert load_config(tmp_path / "c.json").to_dict() == cfg.to_dict()
 
 
 def test_config_json_of_earlier_versions_loads_with_todays_names(tmp_path):
@@ -64,14 +65,14 @@ def test_config_json_of_earlier_versions_loads_with_todays_names(tmp_path):
                scale_rewards="rloo", preset="octlm", backend="docker", image="img:1", pool_size=3, max_turns=5,
                max_edits=1, rename=False, system_prompt="be brief", tool_schemas=False, reward="hidden")
     (tmp_path / "config.json").write_text(json.dumps(old))
-    cfg = GRPOConfig.load(tmp_path / "config.json", steps=9, pool_size=2)  # overrides in earlier names too
+    cfg = load_config(tmp_path / "config.json", steps=9, pool_size=2)  # overrides in earlier names too
     assert (cfg.num_iterations, cfg.steps_per_generation, cfg.max_steps, cfg.eval_steps, cfg.save_steps) == (2, 3, 9, 5, 4)
     assert (cfg.loss_type, cfg.scale_rewards, cfg.baseline, cfg.preset) == ("dapo", "none", "leave_one_out", "dynamic_mean")
     assert (cfg.sandbox.backend, cfg.sandbox.image, cfg.sandbox.pool_size) == ("docker", "img:1", 2)
     env = cfg.env
     assert (env.max_turns, env.max_edits, env.rename, env.system_prompt, env.tool_schemas, env.reward) == \
         (5, 1, False, "be brief", False, "hidden")
-    assert GRPOConfig.from_dict(cfg.to_dict()).to_dict() == cfg.to_dict()
+    assert config_from_dict(cfg.to_dict()).to_dict() == cfg.to_dict()
 
 
 def test_cli_errors(tmp_path, capsys, train_suite):

@@ -14,8 +14,8 @@ import torch
 from safetensors.torch import load_file
 
 from fixrl.train import grpo as grpo_mod
-from fixrl.train.config import make_config
 from fixrl.train.grpo import run_grpo
+from fixrl.train.resolve import make_config
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

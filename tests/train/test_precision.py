@@ -11,9 +11,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from fixrl.train.config import LoRAConfig, make_config
+from fixrl.train.config import LoRAConfig
 from fixrl.train.model import ModelError, load_trainable
 from fixrl.train.precision import MixedPrecision, cast_for_training, mixed_precision, optimizer_step, restore_scaler
+from fixrl.train.resolve import make_config, resolve
 
 # The sampler's and the trainer's log-probs of the same sampled tokens, fp16 (measured on the
 # test below: max 0.023, mean 0.0023; the importance ratio then stays within exp(0.05) = 1.05
@@ -93,7 +94,7 @@ def test_inf_gradient_step_is_skipped_by_the_scaler_and_counted():
 
     model = fp16_tiny_peft()
     assert dtypes(model, False) == {torch.float16} and dtypes(model, True) == {torch.float32}
-    cfg = make_config("dynamic_mean", learning_rate=1e-2, precision="fp16")
+    cfg = resolve(make_config("dynamic_mean", learning_rate=1e-2, precision="fp16"))
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.learning_rate)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from fixrl.harness.agent.trajectory import Trajectory
-from fixrl.train.config import make_config
 from fixrl.train.grpo import Learner, deferred_interrupt, grpo_update
 from fixrl.train.model import Reference
+from fixrl.train.resolve import make_config, resolve
 
 
 def tiny_peft(seed=0):
@@ -51,7 +51,7 @@ def learner(model, cfg, reference=None):
 
 def test_single_on_policy_update_never_clips():
     model = tiny_peft()
-    cfg = make_config("dynamic_mean", learning_rate=1e-2)
+    cfg = resolve(make_config("dynamic_mean", learning_rate=1e-2))
     before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
     m, adv = grpo_update(learner(model, cfg), fake_groups(), cfg, step=1)
     assert m["train/optimizer_steps"] == 1 and m["loss/clip_frac"] == 0.0 and m["approx_kl"] == 0.0
@@ -62,7 +62,7 @@ def test_single_on_policy_update_never_clips():
 
 def test_minibatches_clip_against_recomputed_old_logprobs():
     model = tiny_peft()
-    cfg = make_config("dapo", learning_rate=5e-2, steps_per_generation=2, num_iterations=2, overlong_buffer=0)
+    cfg = resolve(make_config("dapo", learning_rate=5e-2, steps_per_generation=2, num_iterations=2, overlong_buffer=0))
     m, _ = grpo_update(learner(model, cfg), fake_groups(), cfg, step=1)
     assert m["train/optimizer_steps"] == 4
     # after the first step the policy moved away from pi_old: ratios leave 1, the clip binds
@@ -93,7 +93,7 @@ def test_kl_reference_from_base_weights_and_from_a_frozen_adapter():
         assert torch.equal(reply_log_probs(model, ids, mask), moved)  # swapped back
     assert not torch.equal(moved, start)
     # in the update: beta > 0 adds kl_ref, zero at the first step (policy = reference), then > 0
-    cfg = make_config("grpo", learning_rate=5e-2, minibatches=2)  # an earlier name of steps_per_generation
+    cfg = resolve(make_config("grpo", learning_rate=5e-2, minibatches=2))  # an earlier name of steps_per_generation
     model = tiny_peft()
     m, _ = grpo_update(learner(model, cfg, Reference(model, "adapter")), fake_groups(), cfg, 1)
     assert m["kl_ref"] > 0

@@ -8,7 +8,7 @@ from pathlib import Path
 from fixrl.harness.cli.errors import UserError
 from fixrl.harness.cli.flags import add_config_flags, config_fields, given_fields
 from fixrl.harness.demo.config import DemoConfig, demo_grpo
-from fixrl.train.config import DEFAULT_PRESET
+from fixrl.train.resolve import DEFAULT_PRESET
 
 # The demo's own fields get flags; of the nested configs, only these (under their usual names).
 _NESTED_FLAGS = {"--sandbox": ("sandbox", "backend"), "--ray": ("sandbox", "ray"), "--steps": ("grpo", "max_steps")}

@@ -13,15 +13,16 @@ from fixrl.harness.agent.policies import PolicyConfig
 from fixrl.harness.agent.transcript import make_console
 from fixrl.harness.cli.errors import UserError
 from fixrl.harness.cli.flags import add_config_flags, given_fields, nest, parse_set
-from fixrl.train.config import (
+from fixrl.train.config import GRPOConfig, SFTConfig
+from fixrl.train.resolve import (
     DEFAULT_PRESET,
     FIELD_ALIASES,
     PRESET_ALIASES,
     PRESETS,
     RESUMABLE_OVERRIDES,
-    GRPOConfig,
-    SFTConfig,
+    load_config,
     make_config,
+    resolve,
 )
 
 # Earlier and shorter spellings that stay accepted.
@@ -102,11 +103,11 @@ def cmd_grpo(args: argparse.Namespace) -> int:
         if not path.exists():
             raise UserError(f"--resume: {out} has no checkpoint to resume (no {path})")
         try:
-            cfg = GRPOConfig.load(path, out=str(out))
+            cfg = load_config(path, out=str(out))
         except ValueError as e:
             raise UserError(f"{path}: {e}") from None
     if args.print_config:
-        print(json.dumps(cfg.to_dict(), indent=2, sort_keys=True))
+        print(json.dumps(resolve(cfg).to_dict(), indent=2, sort_keys=True))
         return 0
     if not args.resume:  # fail on a missing suite or model before torch and transformers load (seconds)
         if not Path(cfg.suite).is_dir():

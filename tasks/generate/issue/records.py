@@ -3,7 +3,6 @@ shows (`Symptom`) or why it shows nothing (`Dropped`), and the function the bug 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 
 @dataclass
