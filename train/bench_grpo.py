@@ -25,7 +25,7 @@ from typing import Any
 
 from rich.table import Table
 
-from fixrl.harness.agent.precision import PRECISIONS
+from fixrl.harness.model.precision import PRECISIONS
 from fixrl.sandbox.bench import BenchError
 from fixrl.train.bench_logprobs import layout
 from fixrl.train.bench_proc import WorkerFailed, available_gib, run_worker

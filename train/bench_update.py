@@ -32,8 +32,8 @@ from typing import Any
 
 import torch
 
-from fixrl.harness.agent.precision import autocast, compute_dtype
 from fixrl.harness.agent.trajectory import Trajectory
+from fixrl.harness.model.precision import autocast, compute_dtype
 from fixrl.train.bench_logprobs import largest_chunk, layout
 from fixrl.train.bench_proc import cpu_seconds, reset_peak, status_mib
 from fixrl.train.config import LoRAConfig, make_config

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 from fixrl.envs import EnvConfig
-from fixrl.harness.agent.precision import PRECISIONS
+from fixrl.harness.agent.settings import ClusterConfig, split_legacy_sandbox
+from fixrl.harness.model.precision import PRECISIONS
 from fixrl.sandbox import SandboxConfig
 
 ScaleRewards = Literal["none", "group", "batch"]
@@ -95,6 +96,9 @@ class GRPOConfig(LoRAConfig):
     sandbox: SandboxConfig = dataclasses.field(default_factory=SandboxConfig)
     """The sandboxes behind the episodes: backend, image, pool size (`sandbox.SandboxConfig`);
     one pool serves training and its periodic evaluations."""
+    cluster: ClusterConfig = dataclasses.field(default_factory=ClusterConfig)
+    """The Ray cluster that runs the episodes' environment side, if any (`--ray`; a config.json
+    written before kept these fields as `sandbox.ray*`)."""
 
     # ---- sampling ----------------------------------------------------------------------
     num_generations: int = 6
@@ -215,6 +219,8 @@ class GRPOConfig(LoRAConfig):
             self.env = _env_from_dict(self.env)
         if isinstance(self.sandbox, dict):
             self.sandbox = SandboxConfig(**self.sandbox)
+        if isinstance(self.cluster, dict):
+            self.cluster = ClusterConfig(**self.cluster)
         self.loss_type = canonical_loss_type(self.loss_type)
         if self.epsilon_high is None:
             self.epsilon_high = self.epsilon
@@ -245,6 +251,10 @@ class GRPOConfig(LoRAConfig):
             self.sandbox.validate()
         except ValueError as e:
             raise ValueError(f"GRPOConfig.sandbox: {e}") from None
+        try:
+            self.cluster.validate()
+        except ValueError as e:
+            raise ValueError(f"GRPOConfig.cluster: {e}") from None
         if self.env.max_turns is not None and self.env.max_turns < 1:
             raise bad("env.max_turns", "must be at least 1 (or None: each task's own)")
         if self.num_generations < 2:
@@ -340,10 +350,12 @@ def _env_from_dict(d: dict[str, Any]) -> EnvConfig:
 
 def upgrade(d: dict[str, Any]) -> dict[str, Any]:
     """A GRPOConfig dict in today's names: field and value aliases resolved, flat env/sandbox
-    fields and dotted keys (`env.max_turns`) moved into the nested dicts. Idempotent."""
+    fields and dotted keys (`env.max_turns`) moved into the nested dicts, Ray's fields out of
+    `sandbox` into `cluster`. Idempotent."""
     d = dict(d)
     env = _as_dict(d.pop("env", None))
     sandbox = _as_dict(d.pop("sandbox", None))
+    cluster = _as_dict(d.pop("cluster", None))
     for old, new in FIELD_ALIASES.items():
         if old in d:
             if new in d:
@@ -351,8 +363,8 @@ def upgrade(d: dict[str, Any]) -> dict[str, Any]:
             d[new] = d.pop(old)
     for key in list(d):
         part, dot, rest = key.partition(".")
-        if dot and part in ("env", "sandbox"):
-            (env if part == "env" else sandbox)[rest] = d.pop(key)
+        if dot and part in ("env", "sandbox", "cluster"):
+            {"env": env, "sandbox": sandbox, "cluster": cluster}[part][rest] = d.pop(key)
         elif key in ENV_FIELDS:
             env[key] = d.pop(key)
         elif key in SANDBOX_FIELDS:
@@ -363,17 +375,20 @@ def upgrade(d: dict[str, Any]) -> dict[str, Any]:
         d["scale_rewards"], d["baseline"] = "none", "leave_one_out"
     if d.get("preset") in PRESET_ALIASES:
         d["preset"] = PRESET_ALIASES[d["preset"]]
+    sandbox, cluster = split_legacy_sandbox(sandbox, cluster)   # Ray's fields were `sandbox.ray*`
     if env:
         d["env"] = env
     if sandbox:
         d["sandbox"] = sandbox
+    if cluster:
+        d["cluster"] = cluster
     return d
 
 
 def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """`over` applied to `base`, both upgraded; the nested `env` and `sandbox` merge field by field."""
+    """`over` applied to `base`, both upgraded; the nested `env`, `sandbox` and `cluster` merge field by field."""
     base, over = upgrade(base), upgrade(over)
-    for part in ("env", "sandbox"):
+    for part in ("env", "sandbox", "cluster"):
         if part in base and part in over:
             over[part] = {**base[part], **over[part]}
     return {**base, **over}
@@ -382,8 +397,8 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def dotted_names(d: dict[str, Any]) -> list[str]:
     """The fields a (partial) config dict sets, in today's names: `max_steps`, `sandbox.pool_size`."""
     up = upgrade(d)
-    names = [k for k in up if k not in ("env", "sandbox")]
-    for part in ("env", "sandbox"):
+    names = [k for k in up if k not in ("env", "sandbox", "cluster")]
+    for part in ("env", "sandbox", "cluster"):
         names += [f"{part}.{k}" for k in up.get(part, {})]
     return names
 
@@ -467,7 +482,7 @@ class SFTConfig(LoRAConfig):
 
 
 RESUMABLE_OVERRIDES = ("max_steps", "eval_steps", "save_steps", "sandbox.backend", "sandbox.image", "sandbox.pool_size",
-                       "sandbox.ray", "sandbox.ray_retries", "sandbox.ray_call_margin", "device", "tensorboard",
+                       "cluster.address", "cluster.retries", "cluster.call_margin", "device", "tensorboard",
                        "keep_trajectories")
 """What `--resume` may change (today's names; earlier ones such as `steps`, `pool_size` map to these)."""
 

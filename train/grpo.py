@@ -582,7 +582,8 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: dict[str, Any] | 
     started = time.time()
     progress = _progress(console)
     try:
-        with open_rollouts(suite, cfg.env, cfg.sandbox, max_total_tokens=cfg.max_total_tokens) as rollouts, \
+        with open_rollouts(suite, cfg.env, cfg.sandbox, cfg.cluster,
+                           max_total_tokens=cfg.max_total_tokens) as rollouts, \
                 (progress if progress is not None else contextlib.nullcontext()):
             eval_rollouts = rollouts.with_env(dataclasses.replace(cfg.env, reward="hidden"))
             bar = progress.add_task("grpo", total=cfg.max_steps, completed=start_step) if progress else None

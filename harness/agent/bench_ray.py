@@ -38,12 +38,12 @@ from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.envs.types import Malformed, ToolCall
 from fixrl.harness.agent.bench_rollout import BenchError
-from fixrl.harness.agent.local import LocalEnvSide, LocalRollouts
+from fixrl.harness.agent.local_rollouts import LocalEnvSide, LocalRollouts
 from fixrl.harness.agent.policies.scripted import ScriptedPolicy
-from fixrl.harness.agent.ray_envside import RayEnvSide
-from fixrl.harness.agent.ray_local import LocalCluster
-from fixrl.harness.agent.ray_pool import RESOURCE, WorkerPool, connect
-from fixrl.harness.agent.ray_rollouts import RayRollouts
+from fixrl.harness.agent.ray.envside import RayEnvSide
+from fixrl.harness.agent.ray.local_cluster import LocalCluster
+from fixrl.harness.agent.ray.pool import RESOURCE, WorkerPool, connect
+from fixrl.harness.agent.ray.rollouts import RayRollouts
 from fixrl.sandbox import SandboxConfig, SandboxPool
 from fixrl.tasks.suites import GYM_SUITE
 

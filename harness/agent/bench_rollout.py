@@ -27,9 +27,9 @@ from rich.table import Table
 
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
-from fixrl.harness.agent.local import LocalRollouts
+from fixrl.harness.agent.local_rollouts import LocalRollouts
 from fixrl.harness.agent.policies import TimedPolicy
-from fixrl.harness.agent.tiny import cache_dir, init_tiny, make_tiny_suite
+from fixrl.harness.model.tiny import cache_dir, init_tiny, make_tiny_suite
 from fixrl.sandbox import SandboxConfig
 from fixrl.sandbox.bench import BenchError
 from fixrl.tasks.check.run import PRELUDE
