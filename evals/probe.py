@@ -22,11 +22,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fixrl.envs import EnvConfig
 from fixrl.evals.run import EvalError, EvalResult, evaluate, load_split
-from fixrl.harness.agent.policies import Policy, PolicyConfig
-from fixrl.harness.agent.rollouts import open_rollouts
-from fixrl.sandbox import SandboxConfig
+from fixrl.harness.agent.policies import Policy
+from fixrl.harness.agent.rollouts import open_episode_rollouts
+from fixrl.harness.agent.settings import EpisodeSettings
 from fixrl.tasks import Suite
 from fixrl.tasks.suites import BUILTIN_SUITE
 
@@ -232,24 +231,21 @@ class ProbeConfig:
     """Run seed."""
     out: str | None = None
     """Also save the probe's episodes here."""
-    policy: PolicyConfig = field(default_factory=PolicyConfig)
-    """The policy probed (the start of a GRPO run)."""
-    env: EnvConfig = field(default_factory=EnvConfig)
-    """Episode settings: the ones GRPO will use."""
-    sandbox: SandboxConfig = field(default_factory=lambda: SandboxConfig(pool_size=8))
-    """Where the episodes run."""
+    episode: EpisodeSettings = field(default_factory=EpisodeSettings)
+    """The policy probed (the start of a GRPO run), the episode settings GRPO will use, and where
+    the episodes run."""
 
 
 def run_probe_job(cfg: ProbeConfig, progress: bool = True) -> ProbeResult:
     """`fixrl probe`: cheap checks first, then the policy, the rollouts and `run_probe`."""
     check_probe(cfg.k, cfg.group_size, cfg.tries, cfg.mixed_groups)
-    cfg.policy.check()
+    cfg.episode.policy.check()
     suite, _ = load_split(cfg.suite or _builtin_suite(), cfg.split, cfg.tasks)
-    policy = cfg.policy.load(cfg.seed)
-    with open_rollouts(suite, cfg.env, cfg.sandbox) as rollouts:
+    policy = cfg.episode.policy.load(cfg.seed)
+    with open_episode_rollouts(suite, cfg.episode) as rollouts:
         return run_probe(policy, suite, split=cfg.split, k=cfg.k, group_size=cfg.group_size, tries=cfg.tries,
                          needed=cfg.mixed_groups, seed=cfg.seed, progress=progress, out=cfg.out,
-                         rollouts=rollouts, policy_info=cfg.policy.describe(), task_ids=cfg.tasks)
+                         rollouts=rollouts, policy_info=cfg.episode.policy.describe(), task_ids=cfg.tasks)
 
 
 def _builtin_suite():

@@ -27,11 +27,11 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from fixrl import tasks as tasks_pkg
-from fixrl.envs import EnvConfig
 from fixrl.evals.passk import Interval, bootstrap_mean, paired_bootstrap, pass_at_k, verdict
 from fixrl.evals.stats import behaviour_stats, format_stat, is_error, is_pass
 from fixrl.harness.agent.policies import Policy, PolicyConfig
-from fixrl.harness.agent.rollouts import Rollouts, open_rollouts
+from fixrl.harness.agent.rollouts import Rollouts, open_episode_rollouts, open_rollouts
+from fixrl.harness.agent.settings import EpisodeSettings
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxConfig
 from fixrl.tasks import Suite, Task
@@ -58,26 +58,21 @@ class EvalConfig:
     """Run seed: the same seed gives the same per-episode seeds (paired comparisons)."""
     out: str | None = None
     """Directory for results.json, results.md and trajectories.jsonl.gz."""
-    max_total_tokens: int | None = None
-    """Token budget of an episode (past it: out_of_tokens)."""
-    policy: PolicyConfig = field(default_factory=PolicyConfig)
-    """The policy evaluated."""
-    env: EnvConfig = field(default_factory=EnvConfig)
-    """Episode settings: use the ones the policy was trained with (rename, prompt, schemas)."""
-    sandbox: SandboxConfig = field(default_factory=lambda: SandboxConfig(pool_size=8))
-    """Where the episodes run (sandboxes are started as episodes need them, at most pool_size)."""
+    episode: EpisodeSettings = field(default_factory=EpisodeSettings)
+    """The policy evaluated, its episode settings (the ones it was trained with) and where they run."""
 
 
 def run_eval(cfg: EvalConfig, progress: bool = True) -> EvalResult:
     """`fixrl eval`: the cheap checks first (clear errors before a model or the suite loads),
     then the policy, the rollouts and `evaluate`."""
-    cfg.policy.check()
+    cfg.episode.policy.check()
     check_ks(cfg.n, cfg.ks)
     suite, _ = load_split(cfg.suite or _builtin_suite(), cfg.split, cfg.tasks)
-    policy = cfg.policy.load(cfg.seed)
-    with open_rollouts(suite, cfg.env, cfg.sandbox, max_total_tokens=cfg.max_total_tokens) as rollouts:
+    policy = cfg.episode.policy.load(cfg.seed)
+    with open_episode_rollouts(suite, cfg.episode) as rollouts:
         return evaluate(policy, suite, split=cfg.split, n=cfg.n, ks=cfg.ks, seed=cfg.seed, task_ids=cfg.tasks,
-                        rollouts=rollouts, out=cfg.out, progress=progress, policy_info=cfg.policy.describe())
+                        rollouts=rollouts, out=cfg.out, progress=progress,
+                        policy_info=cfg.episode.policy.describe())
 
 
 def _builtin_suite() -> Path:

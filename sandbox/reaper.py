@@ -14,7 +14,7 @@ what is in their cgroups) and those cgroups, and the directory itself. `sweep(ro
 same for every dead owner under `root`: what a reaper could not do because the whole machine
 went down with it.
 
-A Ray worker node uses this for its environment workers (harness.agent.ray_worker): a worker
+A Ray worker node uses this for its environment workers (harness.agent.ray.worker): a worker
 killed with SIGKILL, its node's processes killed, or the driver's death (Ray then kills the
 job's actors) all end in a clean node.
 

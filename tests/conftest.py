@@ -43,7 +43,7 @@ def builtin_suite() -> Path:
 @pytest.fixture(scope="session")
 def tiny_model() -> Path:
     """A tiny Qwen2-architecture checkpoint with Qwen2.5's tokenizer, made by `fixrl init-tiny`."""
-    from fixrl.harness.agent.tiny import init_tiny
+    from fixrl.harness.model.tiny import init_tiny
 
     path = CACHE / "tiny-qwen2"
     if not (path / "config.json").exists():
@@ -63,7 +63,7 @@ def ray_cluster():
         if os.environ.get("CI"):
             pytest.fail("Ray is not installed; `make test` installs fixrl[ray]")
         pytest.skip("Ray is not installed (pip install 'fixrl[ray]')")
-    from fixrl.harness.agent.ray_local import LocalCluster  # noqa: PLC0415 - only tests that use a cluster
+    from fixrl.harness.agent.ray.local_cluster import LocalCluster  # noqa: PLC0415 - only tests that use a cluster
 
     tests = Path(__file__).resolve().parent
     # Short: Ray's socket paths under it must stay within the 107 characters of a unix socket.

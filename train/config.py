@@ -6,7 +6,7 @@ temperature, beta, epsilon, epsilon_high, loss_type `grpo | bnpo | dr_grpo | dap
 scale_rewards `group | batch | none`, importance_sampling_level, num_iterations,
 steps_per_generation, max_steps, eval_steps, save_steps, learning_rate, max_grad_norm). The
 episodes' settings are an `envs.EnvConfig` and their sandboxes a `sandbox.SandboxConfig`,
-nested as `env` and `sandbox`.
+nested as `env` and `sandbox`, and the Ray cluster, if any, as `cluster`.
 
 What this module does not do: presets, the names of earlier versions (config.json files of older
 run directories) and the values derived from others (epsilon_high, the constant loss
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fixrl.envs import EnvConfig
+from fixrl.harness.agent.settings import ClusterConfig
 from fixrl.sandbox import SandboxConfig
 
 ScaleRewards = Literal["none", "group", "batch"]
@@ -83,6 +84,9 @@ class GRPOConfig(LoRAConfig):
     sandbox: SandboxConfig = dataclasses.field(default_factory=SandboxConfig)
     """The sandboxes behind the episodes: backend, image, pool size (`sandbox.SandboxConfig`);
     one pool serves training and its periodic evaluations."""
+    cluster: ClusterConfig = dataclasses.field(default_factory=ClusterConfig)
+    """The Ray cluster that runs the episodes' environment side, if any (`--ray`; a config.json
+    written before kept these fields as `sandbox.ray*`)."""
 
     # ---- sampling ----------------------------------------------------------------------
     num_generations: int = 6
@@ -215,8 +219,8 @@ class GRPOConfig(LoRAConfig):
 
     def updated(self, **changes: Any) -> GRPOConfig:
         """A copy with `changes` in today's names (`train.resolve` knows the earlier ones); a dict
-        for `env` or `sandbox` changes only the fields it names."""
-        for part in ("env", "sandbox"):
+        for `env`, `sandbox` or `cluster` changes only the fields it names."""
+        for part in ("env", "sandbox", "cluster"):
             if isinstance(changes.get(part), dict):
                 changes[part] = dataclasses.replace(getattr(self, part), **changes[part])
         return dataclasses.replace(self, **changes)
@@ -285,6 +289,10 @@ def _check_episodes(cfg: GRPOConfig) -> None:
         cfg.sandbox.validate()
     except ValueError as e:
         raise ValueError(f"GRPOConfig.sandbox: {e}") from None
+    try:
+        cfg.cluster.validate()
+    except ValueError as e:
+        raise ValueError(f"GRPOConfig.cluster: {e}") from None
     turns = cfg.env.max_turns
     if turns is not None and turns < 1:
         raise _bad(cfg, "env.max_turns", "must be at least 1 (or None: each task's own)")

@@ -109,7 +109,8 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: Overrides | None 
     summary: RunSummary = {"out": str(Path(run.out)), "start_step": job.start_step}
     started = time.time()
     try:
-        with open_rollouts(job.suite, run.env, run.sandbox, max_total_tokens=run.max_total_tokens) as rollouts, \
+        with open_rollouts(job.suite, run.env, run.sandbox, run.cluster,
+                           max_total_tokens=run.max_total_tokens) as rollouts, \
                 _Display(console, run.max_steps, job.start_step) as display:
             eval_rollouts = rollouts.with_env(dataclasses.replace(run.env, reward="hidden"))
             for this in range(job.start_step + 1, run.max_steps + 1):

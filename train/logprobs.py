@@ -9,7 +9,7 @@ the chunk's [chunk, vocab] logits live only while that chunk is computed, so log
 sequence x vocabulary memory and the peak does not grow with the number of chunks.
 
 Numerics: the decoder and the head run under the precision setting's autocast (fp16 on CUDA by
-default: a T4 has no bf16; `fixrl.harness.agent.precision`); the head's logits are cast to float32
+default: a T4 has no bf16; `fixrl.harness.model.precision`); the head's logits are cast to float32
 before the temperature and the log-softmax. In fp32 the result matches a plain full forward's
 log-softmax within 5e-7, gradients within 1e-5 (tests/train/test_logprobs.py; chunks are made
 equal-sized because BLAS takes another kernel for a matrix of a few rows, whose results differ
@@ -27,7 +27,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from fixrl.harness.agent.precision import autocast, model_precision
+from fixrl.harness.model.precision import autocast, model_precision
 
 DEFAULT_CHUNK_SIZE = 256
 

@@ -1,7 +1,7 @@
 """Loading and saving the trainable model: a new LoRA adapter, an existing one loaded trainable,
 or full fine-tuning; and the KL reference without a second model.
 
-Precision is a setting (`fixrl.harness.agent.precision`: fp32 | fp16 | bf16, by default fp16 on CUDA
+Precision is a setting (`fixrl.harness.model.precision`: fp32 | fp16 | bf16, by default fp16 on CUDA
 and fp32 elsewhere): frozen base weights in its dtype, trainable weights in float32
 (`train.precision.cast_for_training`); the trainers run the forward under its autocast.
 """
@@ -12,43 +12,37 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import torch
-from peft import LoraConfig, PeftModel, get_peft_model
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from peft import LoraConfig, get_peft_model
 
-from fixrl.harness.agent.precision import PrecisionError, compute_dtype, resolve_precision
+from fixrl.harness.model import dirs, load
+from fixrl.harness.model.precision import PrecisionError, compute_dtype, resolve_precision
 from fixrl.train.config import ALL_LINEAR, LoRAConfig
 from fixrl.train.errors import ModelError
 from fixrl.train.precision import cast_for_training
 
 
 def check_model_dir(path: str | Path) -> Path:
-    p = Path(path)
-    if not p.is_dir():
-        raise ModelError(f"model directory {p} does not exist (give a checkpoint directory, e.g. one "
-                         "written by `fixrl init-tiny DIR` or a Qwen2.5-Instruct download)")
-    if not (p / "config.json").is_file():
-        raise ModelError(f"{p} has no config.json: not a transformers checkpoint directory")
-    if not any((p / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json")):
-        raise ModelError(f"{p} has no tokenizer files: copy the model's tokenizer files into it")
-    return p
+    """`harness.model.dirs.check_model_dir`, its error a ModelError."""
+    try:
+        return dirs.check_model_dir(path)
+    except dirs.CheckpointError as e:
+        raise ModelError(str(e)) from None
 
 
 def check_adapter_dir(path: str | Path) -> Path:
-    p = Path(path)
-    if not p.is_dir():
-        raise ModelError(f"adapter directory {p} does not exist (give a peft adapter directory written by "
-                         "`fixrl sft` or `fixrl grpo`)")
-    if not (p / "adapter_config.json").is_file():
-        raise ModelError(f"{p} has no adapter_config.json: not a peft adapter directory")
-    return p
+    """`harness.model.dirs.check_adapter_dir`, its error a ModelError."""
+    try:
+        return dirs.check_adapter_dir(path)
+    except dirs.CheckpointError as e:
+        raise ModelError(str(e)) from None
 
 
 def pick_device(device: str | None) -> Any:
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ModelError(f"device {device!r} requested but CUDA is not available (use --device cpu)")
-    return torch.device(device)
+    """`harness.model.load.pick_device`, its error a ModelError."""
+    try:
+        return load.pick_device(device)
+    except load.DeviceError as e:
+        raise ModelError(str(e)) from None
 
 
 def load_trainable(model_path: str | Path, adapter: str | Path | None, lora: LoRAConfig,
@@ -66,10 +60,8 @@ def load_trainable(model_path: str | Path, adapter: str | Path | None, lora: LoR
         precision = resolve_precision(precision, dev)
     except PrecisionError as e:
         raise ModelError(str(e)) from None
-    tokenizer = AutoTokenizer.from_pretrained(path)
     # full fine-tuning trains every weight, all float32 master weights: load them so
-    dtype = compute_dtype("fp32" if lora.full_finetune else precision)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    model, tokenizer = load.load_base(path, compute_dtype("fp32" if lora.full_finetune else precision))
     return make_trainable(model, adapter, lora, dev, precision), tokenizer
 
 
@@ -85,7 +77,8 @@ def make_trainable(model: Any, adapter: str | Path | None, lora: LoRAConfig, dev
     if lora.full_finetune:
         model.requires_grad_(True)
     elif adapter is not None:
-        model = PeftModel.from_pretrained(model, str(check_adapter_dir(adapter)), is_trainable=True)
+        check_adapter_dir(adapter)
+        model = load.load_adapter(model, adapter, trainable=True)
     else:
         targets = lora.lora_target_modules
         peft_cfg = LoraConfig(r=lora.lora_rank, lora_alpha=lora.lora_alpha, lora_dropout=lora.lora_dropout,

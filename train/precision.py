@@ -1,4 +1,4 @@
-"""Mixed-precision training as a setting (`fixrl.harness.agent.precision` says what each one means):
+"""Mixed-precision training as a setting (`fixrl.harness.model.precision` says what each one means):
 the forward's autocast, the GradScaler, the trainable weights' dtype, and one optimizer step
 that skips -- and reports -- a step whose gradients are not finite.
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fixrl.harness.agent.precision import autocast, compute_dtype, resolve_precision
+from fixrl.harness.model.precision import autocast, compute_dtype, resolve_precision
 
 
 @dataclass(frozen=True)

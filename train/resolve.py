@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fixrl.envs import EnvConfig
+from fixrl.harness.agent.settings import ClusterConfig, split_legacy_sandbox
 from fixrl.sandbox import SandboxConfig
 from fixrl.train.config import GRPO_ENV_DEFAULTS, GRPOConfig, Precision, SFTConfig
 
@@ -41,7 +42,7 @@ ENV_FIELDS = ("max_turns", "max_edits", "rename", "system_prompt", "tool_schemas
 SANDBOX_FIELDS = ("backend", "image", "pool_size")
 
 RESUMABLE_OVERRIDES = ("max_steps", "eval_steps", "save_steps", "sandbox.backend", "sandbox.image", "sandbox.pool_size",
-                       "sandbox.ray", "sandbox.ray_retries", "sandbox.ray_call_margin", "device", "tensorboard",
+                       "cluster.address", "cluster.retries", "cluster.call_margin", "device", "tensorboard",
                        "keep_trajectories")
 """What `--resume` may change (today's names; earlier ones such as `steps`, `pool_size` map to these)."""
 
@@ -140,6 +141,8 @@ def config_from_dict(d: dict[str, Any]) -> GRPOConfig:
         d["env"] = _env_from_dict(d["env"])
     if "sandbox" in d:
         d["sandbox"] = SandboxConfig(**d["sandbox"])
+    if "cluster" in d:
+        d["cluster"] = ClusterConfig(**d["cluster"])
     return GRPOConfig(**d)
 
 
@@ -192,10 +195,12 @@ def canonical_loss_type(value: str) -> str:
 
 def upgrade(d: dict[str, Any]) -> dict[str, Any]:
     """A GRPOConfig dict in today's names: field and value aliases resolved, flat env/sandbox
-    fields and dotted keys (`env.max_turns`) moved into the nested dicts. Idempotent."""
+    fields and dotted keys (`env.max_turns`) moved into the nested dicts, Ray's fields out of
+    `sandbox` into `cluster`. Idempotent."""
     d = dict(d)
     env = _as_dict(d.pop("env", None))
     sandbox = _as_dict(d.pop("sandbox", None))
+    cluster = _as_dict(d.pop("cluster", None))
     for old, new in FIELD_ALIASES.items():
         if old in d:
             if new in d:
@@ -203,8 +208,8 @@ def upgrade(d: dict[str, Any]) -> dict[str, Any]:
             d[new] = d.pop(old)
     for key in list(d):
         part, dot, rest = key.partition(".")
-        if dot and part in ("env", "sandbox"):
-            (env if part == "env" else sandbox)[rest] = d.pop(key)
+        if dot and part in ("env", "sandbox", "cluster"):
+            {"env": env, "sandbox": sandbox, "cluster": cluster}[part][rest] = d.pop(key)
         elif key in ENV_FIELDS:
             env[key] = d.pop(key)
         elif key in SANDBOX_FIELDS:
@@ -215,17 +220,20 @@ def upgrade(d: dict[str, Any]) -> dict[str, Any]:
         d["scale_rewards"], d["baseline"] = "none", "leave_one_out"
     if d.get("preset") in PRESET_ALIASES:
         d["preset"] = PRESET_ALIASES[d["preset"]]
+    sandbox, cluster = split_legacy_sandbox(sandbox, cluster)  # Ray's fields were `sandbox.ray*`
     if env:
         d["env"] = env
     if sandbox:
         d["sandbox"] = sandbox
+    if cluster:
+        d["cluster"] = cluster
     return d
 
 
 def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """`over` applied to `base`, both upgraded; the nested `env` and `sandbox` merge field by field."""
+    """`over` applied to `base`, both upgraded; the nested `env`, `sandbox` and `cluster` merge field by field."""
     base, over = upgrade(base), upgrade(over)
-    for part in ("env", "sandbox"):
+    for part in ("env", "sandbox", "cluster"):
         if part in base and part in over:
             over[part] = {**base[part], **over[part]}
     return {**base, **over}
@@ -234,8 +242,8 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def dotted_names(d: dict[str, Any]) -> list[str]:
     """The fields a (partial) config dict sets, in today's names: `max_steps`, `sandbox.pool_size`."""
     up = upgrade(d)
-    names = [k for k in up if k not in ("env", "sandbox")]
-    for part in ("env", "sandbox"):
+    names = [k for k in up if k not in ("env", "sandbox", "cluster")]
+    for part in ("env", "sandbox", "cluster"):
         names += [f"{part}.{k}" for k in up.get(part, {})]
     return names
 

@@ -1,9 +1,9 @@
 """The environment side of episodes, as the agent loop sees it: a small Protocol whose calls
 return futures, so that every live episode's tool call runs at once while the loop waits.
 
-The loop (`harness.agent.rollout`) keeps the policy, the tokens and the trajectories; an
+The loop (`harness.agent.loop`) keeps the policy, the tokens and the trajectories; an
 EnvSide keeps everything else: sandboxes, `ToolEnv`s, hidden checks. `LocalEnvSide`
-(`harness.agent.local`) runs them on threads over a sandbox pool in this process; a cluster
+(`harness.agent.local_rollouts`) runs them on threads over a sandbox pool in this process; a cluster
 implementation runs them in actors on other machines. Episodes are named by the loop's integer
 key, unique within one `run_episodes` call.
 """
@@ -14,14 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fixrl.envs.types import EpisodeInfo, Malformed, StepResult, ToolCall
-from fixrl.sandbox import SandboxConfigError
 from fixrl.tasks import Task
-
-
-class ClusterError(SandboxConfigError):
-    """The cluster a run asks for (`SandboxConfig.ray`, `--ray`) cannot serve it: Ray is not
-    installed, nothing answers at the address, no node offers `fixrl_sandbox` slots. The user's
-    to fix, so never retried."""
 
 
 @dataclass(frozen=True)

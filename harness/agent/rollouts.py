@@ -1,15 +1,15 @@
 """The rollout seam: how GRPO, `fixrl eval`, the probe, `fixrl rollout` and the demo get
 episodes, whatever runs their environments.
 
-    rollouts = open_rollouts(suite, env_config, sandbox_config)
+    rollouts = open_rollouts(suite, env_config, sandbox_config, cluster_config)
     with rollouts:
         trajs = rollouts.run(policy, tasks, n=8, seed=0)
 
-The caller builds it once from a typed `EnvConfig` and `SandboxConfig` and keeps it for the
-whole job, so that training and its periodic evaluation share one set of sandboxes
+The caller builds it once from a typed `EnvConfig`, `SandboxConfig` and `ClusterConfig` and keeps
+it for the whole job, so that training and its periodic evaluation share one set of sandboxes
 (`with_env` gives the same sandboxes other episode settings). `LocalRollouts` (one process,
-`harness.agent.local`) is the default and the fastest path on one machine; with
-`SandboxConfig.ray` set, `RayRollouts` (`harness.agent.ray_rollouts`, the `fixrl[ray]` extra)
+`harness.agent.local_rollouts`) is the default and the fastest path on one machine; with
+`ClusterConfig.address` set, `RayRollouts` (`harness.agent.ray.rollouts`, the `fixrl[ray]` extra)
 runs the environment side on a Ray cluster's nodes.
 """
 from __future__ import annotations
@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal, Protocol, Sequence, runtime_checkable
 
 from fixrl.envs import EnvConfig
-from fixrl.harness.agent.local import LocalRollouts
-from fixrl.harness.agent.policies import Policy, PolicyConfig
+from fixrl.harness.agent.local_rollouts import LocalRollouts
+from fixrl.harness.agent.policies import Policy
+from fixrl.harness.agent.settings import ClusterConfig, EpisodeSettings
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxConfig
 from fixrl.tasks import Suite, Task
@@ -50,16 +51,24 @@ class Rollouts(Protocol):
 
 
 def open_rollouts(suite: Suite | None, env: EnvConfig | None = None, sandbox: SandboxConfig | None = None,
-                  *, max_total_tokens: int | None = None) -> Rollouts:
+                  cluster: ClusterConfig | None = None, *, max_total_tokens: int | None = None) -> Rollouts:
     """The rollouts a job's config asks for: episodes in this process, or on the Ray cluster
-    `sandbox.ray` names (ClusterError when it cannot serve)."""
-    if sandbox is not None and sandbox.ray:
-        sandbox.validate()
+    `cluster.address` names (ClusterError when it cannot serve)."""
+    if cluster is not None and cluster.address:
+        cluster.validate()
+        if sandbox is not None:
+            sandbox.validate()
         # Imports Ray (an optional extra) only for a run that asks for a cluster.
-        from fixrl.harness.agent.ray_rollouts import RayRollouts  # noqa: PLC0415 - ray is an optional extra (fixrl[ray])
+        from fixrl.harness.agent.ray.rollouts import RayRollouts  # noqa: PLC0415 - ray is an optional extra (fixrl[ray])
 
-        return RayRollouts(suite, env, sandbox, max_total_tokens=max_total_tokens)
+        return RayRollouts(suite, env, sandbox, cluster, max_total_tokens=max_total_tokens)
     return LocalRollouts(suite, env, sandbox, max_total_tokens=max_total_tokens)
+
+
+def open_episode_rollouts(suite: Suite | None, settings: EpisodeSettings) -> Rollouts:
+    """`open_rollouts` for a job's `EpisodeSettings`."""
+    return open_rollouts(suite, settings.env, settings.sandbox, settings.cluster,
+                         max_total_tokens=settings.max_total_tokens)
 
 
 @dataclass
@@ -78,11 +87,5 @@ class RolloutConfig:
     """Run seed (per-episode seeds derive from it)."""
     save: str | None = None
     """Write the trajectories here as JSONL (`.gz` to compress)."""
-    max_total_tokens: int | None = None
-    """Token budget of an episode (past it: out_of_tokens)."""
-    policy: PolicyConfig = field(default_factory=PolicyConfig)
-    """Who plays: a scripted policy or a model."""
-    env: EnvConfig = field(default_factory=EnvConfig)
-    """Episode settings."""
-    sandbox: SandboxConfig = field(default_factory=lambda: SandboxConfig(pool_size=8))
-    """Where the episodes run (pool_size episodes in lockstep)."""
+    episode: EpisodeSettings = field(default_factory=EpisodeSettings)
+    """Who plays, the episode's rules and where it runs."""

@@ -27,10 +27,10 @@ from typing import Any
 
 from rich.table import Table
 
-from fixrl.harness.agent.precision import PRECISIONS
 from fixrl.harness.bench.errors import BenchError
 from fixrl.harness.bench.logprobs import layout
 from fixrl.harness.bench.proc import WorkerFailed, available_gib, run_worker
+from fixrl.harness.model.precision import PRECISIONS
 from fixrl.train.memory_model import GIB, QWEN25, SHAPES, T4_BYTES, ModelShape, predict
 
 MIB = 2 ** 20

@@ -37,12 +37,13 @@ from rich.table import Table
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.envs.types import Malformed, ToolCall
-from fixrl.harness.agent.local import LocalEnvSide, LocalRollouts
+from fixrl.harness.agent.local_rollouts import LocalEnvSide, LocalRollouts
 from fixrl.harness.agent.policies.scripted import ScriptedPolicy
-from fixrl.harness.agent.ray_envside import RayEnvSide
-from fixrl.harness.agent.ray_local import LocalCluster
-from fixrl.harness.agent.ray_pool import RESOURCE, WorkerPool, connect
-from fixrl.harness.agent.ray_rollouts import RayRollouts
+from fixrl.harness.agent.ray.envside import RayEnvSide
+from fixrl.harness.agent.ray.local_cluster import LocalCluster
+from fixrl.harness.agent.ray.pool import RESOURCE, WorkerPool, connect
+from fixrl.harness.agent.ray.rollouts import RayRollouts
+from fixrl.harness.agent.settings import ClusterConfig
 from fixrl.harness.bench.errors import BenchError
 from fixrl.sandbox import SandboxConfig, SandboxPool
 from fixrl.tasks.suites import GYM_SUITE
@@ -71,7 +72,7 @@ def _call_latency(suite, task, address: str, node: str, calls: int, backend: str
     kinds = {"read": ToolCall("read", {"path": task.file}), "no-op": Malformed("bench")}
     lat = {(k, s): [] for k in kinds for s in ("local", "ray")}
     cpu = dict.fromkeys(lat, 0.0)
-    workers = WorkerPool(SandboxConfig(ray=address, backend=backend), nodes=[node])
+    workers = WorkerPool(ClusterConfig(address), SandboxConfig(backend=backend), nodes=[node])
     with SandboxPool(1, backend=backend) as pool, tempfile.TemporaryDirectory(prefix="fixrl-bench-ray-") as tmp:
         sides = {"local": LocalEnvSide(suite, env, pool, Path(tmp)),
                  "ray": RayEnvSide(workers, suite, env, retries=0, margin=60.0)}
@@ -207,7 +208,8 @@ def measure(cfg) -> dict[str, Any]:
             width = sum(slots[:k])
             with LocalRollouts(suite, env, SandboxConfig(backend=cfg.backend, pool_size=width)) as local:
                 one = _arm(local, policy, tasks, cfg.seed, width)
-            with RayRollouts(suite, env, SandboxConfig(backend=cfg.backend, ray=address), nodes=nodes[:k]) as r:
+            with RayRollouts(suite, env, SandboxConfig(backend=cfg.backend), ClusterConfig(address),
+                             nodes=nodes[:k]) as r:
                 on_ray = _arm(r, policy, tasks, cfg.seed, width, again=k == len(nodes))
             arms.append({"nodes": k, "local": one, "ray": on_ray,
                          "ray_over_local": round(on_ray["episodes_per_min"] / one["episodes_per_min"], 2)})

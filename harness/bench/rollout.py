@@ -29,11 +29,11 @@ from rich.table import Table
 
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
-from fixrl.harness.agent.local import LocalRollouts
+from fixrl.harness.agent.local_rollouts import LocalRollouts
 from fixrl.harness.agent.policies import TimedPolicy
-from fixrl.harness.agent.tiny import cache_dir, init_tiny, make_tiny_suite
 from fixrl.harness.bench import ray as ray_bench
 from fixrl.harness.bench.errors import BenchError
+from fixrl.harness.model.tiny import cache_dir, init_tiny, make_tiny_suite
 from fixrl.sandbox import SandboxConfig
 from fixrl.tasks.check.run import PRELUDE
 

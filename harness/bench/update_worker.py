@@ -32,10 +32,10 @@ from typing import Any
 
 import torch
 
-from fixrl.harness.agent.precision import autocast, compute_dtype
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.harness.bench.logprobs import largest_chunk, layout
 from fixrl.harness.bench.proc import cpu_seconds, reset_peak, status_mib
+from fixrl.harness.model.precision import autocast, compute_dtype
 from fixrl.train.config import LoRAConfig
 from fixrl.train.memory_model import SHAPES, ModelShape
 from fixrl.train.precision import mixed_precision

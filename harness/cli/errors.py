@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from fixrl.evals.report import ReportError
 from fixrl.evals.run import EvalError
+from fixrl.harness.agent.loop import TemplateError
 from fixrl.harness.agent.policies import PolicyError
-from fixrl.harness.agent.precision import PrecisionError
-from fixrl.harness.agent.rollout import TemplateError
 from fixrl.harness.bench.errors import BenchError
+from fixrl.harness.model.precision import PrecisionError
 from fixrl.sandbox import SandboxConfigError, SandboxError
 from fixrl.tasks.format.loader import TaskError
 from fixrl.tasks.generate.config import GenerateError

@@ -52,6 +52,8 @@ class _Field:
     """`max_steps`, `env.max_turns`."""
     hint: Any
     doc: str
+    flag: str | None = None
+    """The field's own flag name (its `metadata["flag"]`: `ray` for `cluster.address`), else None."""
 
 
 def config_fields(cls: type, prefix: str = "") -> list[_Field]:
@@ -64,7 +66,7 @@ def config_fields(cls: type, prefix: str = "") -> list[_Field]:
         if dataclasses.is_dataclass(hint):
             out += config_fields(hint, f"{prefix}{f.name}.")
         else:
-            out.append(_Field(prefix + f.name, hint, docs.get(f.name, "")))
+            out.append(_Field(prefix + f.name, hint, docs.get(f.name, ""), f.metadata.get("flag")))
     return out
 
 
@@ -131,7 +133,7 @@ def add_config_flags(parser: argparse.ArgumentParser, cls: type, *, skip: tuple[
     be given."""
     group = parser.add_argument_group(title) if title else parser
     leaves = [f for f in config_fields(cls) if f.dotted not in skip and _is_flaggable(f.hint)]
-    short = [f.dotted.rsplit(".", 1)[-1] for f in leaves]
+    short = [f.flag or f.dotted.rsplit(".", 1)[-1] for f in leaves]
     for f, name in zip(leaves, short):
         flag = "--" + (name if short.count(name) == 1 else f.dotted.replace(".", "-")).replace("_", "-")
         flags = [flag, *(aliases or {}).get(f.dotted, [])]
@@ -191,6 +193,21 @@ def nest(flat: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def merged(config: Any, values: dict[str, Any]) -> Any:
+    """`config` (a dataclass instance) with nested `values` (as `nest` gives them) set over it;
+    nested dataclasses are merged field by field, not replaced."""
+    kw = {}
+    for name, value in values.items():
+        current = getattr(config, name)
+        kw[name] = merged(current, value) if dataclasses.is_dataclass(current) and isinstance(value, dict) else value
+    return dataclasses.replace(config, **kw)
+
+
+def config_from_flags(args: argparse.Namespace, cls: type) -> Any:
+    """`cls()` with every flag of it the user gave."""
+    return merged(cls(), nest(given_fields(args, cls)))
+
+
 def parse_set(text: str, cls: type, renames: dict[str, str] | None = None) -> tuple[str, Any]:
     """`FIELD=VALUE` (FIELD dotted, or a leaf name that is unique, or an earlier name in
     `renames`) -> (dotted name, value parsed as the field's type)."""
@@ -198,8 +215,10 @@ def parse_set(text: str, cls: type, renames: dict[str, str] | None = None) -> tu
     name = (renames or {}).get(name.strip(), name.strip())
     fields = {f.dotted: f for f in config_fields(cls)}
     by_leaf: dict[str, list[str]] = {}
-    for d in fields:
+    for d, f in fields.items():
         by_leaf.setdefault(d.rsplit(".", 1)[-1], []).append(d)
+        if f.flag:   # a field with a flag of its own is also known by it (`ray` for `cluster.address`)
+            by_leaf.setdefault(f.flag.replace("-", "_"), []).append(d)
     if name not in fields and len(by_leaf.get(name, [])) == 1:
         name = by_leaf[name][0]
     if not sep or name not in fields:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fixrl.envs import EnvConfig
+from fixrl.harness.agent.settings import ClusterConfig
 from fixrl.sandbox import SandboxConfig
 from fixrl.train.config import GRPOConfig, SFTConfig
 from fixrl.train.resolve import DEFAULT_PRESET, make_config, resolve
@@ -80,6 +81,8 @@ class DemoConfig:
     """Every episode's settings: renaming on, the short prompt, no tool schemas (GRPO keeps its own turn budget)."""
     sandbox: SandboxConfig = field(default_factory=lambda: SandboxConfig(pool_size=24))
     """The sandboxes of every stage's episodes; 24 = GRPO's rollouts of 4 groups of 6."""
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    """The Ray cluster of every stage's episodes, if any (`--ray`)."""
     sft: SFTConfig = field(default_factory=lambda: SFTConfig(num_train_epochs=2, learning_rate=2e-3, batch_size=4,
                                                              micro_batch_size=4, full_finetune=True))
     """The SFT stages' shared settings; `num_train_epochs` is the last stage's (the whole mix)."""
@@ -93,6 +96,7 @@ class DemoConfig:
         # One seed and one set of episode settings for every stage (GRPO keeps its turn budget).
         self.sft = dataclasses.replace(self.sft, seed=self.seed)
         self.grpo = self.grpo.updated(seed=self.seed, sandbox=dataclasses.asdict(self.sandbox),
+                                      cluster=dataclasses.asdict(self.cluster),
                                       env={**dataclasses.asdict(self.env), "max_turns": self.grpo.env.max_turns})
 
     def _check(self) -> None:

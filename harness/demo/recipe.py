@@ -40,13 +40,13 @@ from fixrl.harness.agent.chat import tool_choice_span
 from fixrl.harness.agent.policies.hf import HFPolicy
 from fixrl.harness.agent.policies.scripted import PlanFactory, ScriptedPolicy
 from fixrl.harness.agent.rollouts import Rollouts, open_rollouts
-from fixrl.harness.agent.tiny import init_tiny
 from fixrl.harness.agent.transcript import load_jsonl, make_console, save_jsonl
 from fixrl.harness.demo.config import DemoConfig
 from fixrl.harness.demo.excerpts import excerpts, path_excerpts
 from fixrl.harness.demo.read_use import read_use
 from fixrl.harness.demo.vocab_head import data_vocab_head
 from fixrl.harness.demo.weights import value_weights
+from fixrl.harness.model.tiny import init_tiny
 from fixrl.tasks.suites import GYM_SUITE
 from fixrl.train.grpo import run_grpo
 from fixrl.train.sft import SFTHooks, run_sft
@@ -67,7 +67,7 @@ def run_demo(cfg: DemoConfig, console: Any = None) -> dict[str, Any]:
     console.print(f"suite {suite.name}: {len(suite.split('train'))} train, {len(suite.split('heldout'))} held-out "
                   f"tasks; families {', '.join(suite.families)}; tools {', '.join(suite.tools)}")
     # One set of sandboxes for every stage's episodes but GRPO's (a run of its own).
-    with open_rollouts(suite, cfg.env, cfg.sandbox) as rollouts:
+    with open_rollouts(suite, cfg.env, cfg.sandbox, cfg.cluster) as rollouts:
         _stage(console, "2/5 tiny policy, demonstrations, SFT")
         model = _tiny_model(cfg, out)
         demos, informed = _demonstrations(cfg, out, suite, rollouts, console)

@@ -6,7 +6,7 @@ repository or with one file replaced by a mutant, the whole suite or a selection
         result = runner.submit(run_job, work, TestJob(cmd, timeout=60), seconds=180).result()
 
 `LocalRunner` runs jobs on threads over one SandboxPool of this machine; the command line
-passes another Runner for a Ray cluster (harness.agent.ray_map.RayRunner), which runs the same
+passes another Runner for a Ray cluster (harness.agent.ray.map.RayRunner), which runs the same
 `run_job` on the cluster's workers, each in its node's copy of the workspace.
 
 On the local backend a job runs pytest in a fork of an interpreter that has already imported

@@ -18,7 +18,7 @@ def blind_expected_rates(suite, tasks_, tmp):
     draws one of the suite's families uniformly and applies that family's blind repair to the
     buggy function; the task passes when the repair restores the reference-fixed file. (A
     different edit that also passes could only raise the rate; question tasks get no answer.)"""
-    from fixrl.tasks.format import materialize
+    from fixrl.tasks.format.materialize import materialize
     from fixrl.tasks.generate.mutate import repair
 
     rates = {}

@@ -9,7 +9,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def tiny_suite_dir(tmp_path_factory) -> Path:
-    from fixrl.harness.agent.tiny import make_tiny_suite
+    from fixrl.harness.model.tiny import make_tiny_suite
 
     return make_tiny_suite(tmp_path_factory.mktemp("suite") / "tiny")
 

@@ -54,4 +54,4 @@ def test_two_grpo_steps_on_the_cluster_equal_one_process(ray_cluster, tiny_model
     assert on_ray[0]["rollout/errors"] == 0 and on_ray[0]["rollout/episodes"] >= 6
     a, b = (load_file(str(tmp_path / run / "adapter" / "adapter_model.safetensors")) for run in ("ray", "local"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    assert json.loads((tmp_path / "ray" / "config.json").read_text())["sandbox"]["ray"] == ray_cluster.address
+    assert json.loads((tmp_path / "ray" / "config.json").read_text())["cluster"]["address"] == ray_cluster.address

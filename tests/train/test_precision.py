@@ -121,7 +121,7 @@ def demos(tiny_model, train_suite, tmp_path_factory):
     from transformers import AutoTokenizer
 
     from fixrl.envs import EnvConfig
-    from fixrl.harness.agent.local import LocalRollouts
+    from fixrl.harness.agent.local_rollouts import LocalRollouts
     from fixrl.harness.agent.policies import ScriptedPolicy
     from fixrl.sandbox import SandboxPool
     from fixrl.tasks import load_suite
@@ -198,7 +198,7 @@ def test_sampler_and_trainer_logprobs_agree(tiny_model, train_suite, precision):
     the policy is peaked: median log-prob about -1.6), then the trainer's one forward over each
     whole trajectory scores the sampled tokens: within FP16_LOGP_* of what the sampler recorded."""
     from fixrl.envs import EnvConfig
-    from fixrl.harness.agent.local import LocalRollouts
+    from fixrl.harness.agent.local_rollouts import LocalRollouts
     from fixrl.harness.agent.policies.hf import HFPolicy
     from fixrl.sandbox import SandboxPool
     from fixrl.tasks import load_suite

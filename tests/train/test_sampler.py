@@ -108,7 +108,7 @@ def test_scripted_policies_in_real_sandboxes(train_suite):
     """The oracle passes every episode: no group is mixed, all tries are spent. A blind policy
     passes some: every kept group really holds a pass and a fail from the real hidden check."""
     from fixrl.envs import EnvConfig
-    from fixrl.harness.agent.local import LocalRollouts
+    from fixrl.harness.agent.local_rollouts import LocalRollouts
     from fixrl.harness.agent.policies import ScriptedPolicy
     from fixrl.sandbox import SandboxPool
     from fixrl.tasks import load_suite

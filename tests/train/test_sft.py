@@ -55,7 +55,7 @@ def test_chat_path_equals_agent_loop_trajectory(tok, train_suite):
     """Rendering a scripted episode's messages gives exactly the ids and mask the agent loop
     recorded: the two SFT formats teach the same tokens."""
     from fixrl.envs import EnvConfig
-    from fixrl.harness.agent.local import LocalRollouts
+    from fixrl.harness.agent.local_rollouts import LocalRollouts
     from fixrl.harness.agent.policies import ScriptedPolicy
     from fixrl.sandbox import SandboxPool
     from fixrl.tasks import load_suite
@@ -114,7 +114,7 @@ def test_sft_epoch_changes_adapter(tiny_model, tmp_path, train_suite, tok):
     from transformers import AutoModelForCausalLM
 
     from fixrl.envs import EnvConfig
-    from fixrl.harness.agent.local import LocalRollouts
+    from fixrl.harness.agent.local_rollouts import LocalRollouts
     from fixrl.harness.agent.policies import ScriptedPolicy
     from fixrl.harness.cli import main
     from fixrl.sandbox import SandboxPool

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from fixrl.harness.model.dirs import CheckpointError, check_adapter_dir, check_model_dir
 from fixrl.tasks import Task
 
 SCRIPTED_POLICIES = ("oracle", "blind", "random")
@@ -64,9 +65,15 @@ class PolicyConfig:
                 raise PolicyError(f"--policy {self.policy!r}: unknown scripted policy; choose one of "
                                   f"{', '.join(SCRIPTED_POLICIES)} (or pass --model DIR)")
             return
-        _check_model_dir(Path(self.model))
+        try:
+            check_model_dir(self.model)
+        except CheckpointError as e:
+            raise PolicyError(f"--model {e}") from None
         if self.adapter is not None:
-            _check_adapter_dir(Path(self.adapter))
+            try:
+                check_adapter_dir(self.adapter)
+            except CheckpointError as e:
+                raise PolicyError(f"--adapter {e}") from None
 
     def load(self, seed: int = 0) -> Policy:
         """The policy (checked first); `seed` seeds a scripted one."""
@@ -90,26 +97,6 @@ class PolicyConfig:
                 "model": self.model, "adapter": self.adapter,
                 "temperature": None if self.policy else (0.0 if greedy else self.temperature), "greedy": greedy,
                 "precision": None if self.policy else self.precision}
-
-
-def _check_model_dir(m: Path) -> None:
-    if not m.is_dir():
-        raise PolicyError(f"--model {m}: no such directory (give a local checkpoint directory, e.g. one made by "
-                          f"`fixrl init-tiny DIR`; nothing is downloaded)")
-    if not (m / "config.json").is_file():
-        raise PolicyError(f"--model {m}: no config.json there; not a transformers checkpoint directory")
-    names = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
-    if not any((m / x).is_file() for x in names) and not any(m.glob("*.tiktoken")):
-        raise PolicyError(f"--model {m}: no tokenizer files there (tokenizer.json / tokenizer_config.json); save "
-                          f"the tokenizer next to the weights with tokenizer.save_pretrained('{m}')")
-
-
-def _check_adapter_dir(a: Path) -> None:
-    if not a.is_dir():
-        raise PolicyError(f"--adapter {a}: no such directory (give a peft adapter directory written by `fixrl sft` "
-                          f"or `fixrl grpo`)")
-    if not (a / "adapter_config.json").is_file():
-        raise PolicyError(f"--adapter {a}: no adapter_config.json there; not a peft adapter directory")
 
 
 @dataclass

@@ -23,10 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from peft import PeftModel
 from transformers import (
-    AutoModelForCausalLM,
-    AutoTokenizer,
     DynamicCache,
     GenerationConfig,
     LogitsProcessorList,
@@ -36,31 +33,10 @@ from transformers import (
 
 from fixrl.harness.agent.chat import end_of_turn_id
 from fixrl.harness.agent.policies import Generation, GenRequest
-from fixrl.harness.agent.precision import autocast, compute_dtype, model_precision, resolve_precision
+from fixrl.harness.model.dirs import check_adapter_dir, check_model_dir
+from fixrl.harness.model.load import load_adapter, load_base
+from fixrl.harness.model.precision import autocast, compute_dtype, model_precision, resolve_precision
 from fixrl.tasks import Task
-
-
-def _check_model_dir(model_path: Path) -> None:
-    if not model_path.exists():
-        raise FileNotFoundError(f"model directory {model_path} does not exist (give a checkpoint directory, "
-                                "e.g. one written by `fixrl init-tiny DIR` or a downloaded Qwen2.5-Instruct)")
-    if not model_path.is_dir():
-        raise ValueError(f"model path {model_path} is not a directory")
-    if not (model_path / "config.json").is_file():
-        raise FileNotFoundError(f"{model_path} has no config.json: not a transformers checkpoint directory")
-    tokenizer_files = ["tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model"]
-    if not any((model_path / f).is_file() for f in tokenizer_files):
-        raise FileNotFoundError(
-            f"{model_path} has no tokenizer (none of {', '.join(tokenizer_files)}): copy the tokenizer files of "
-            "the model's release into the directory (fixrl needs the model's own chat template)")
-
-
-def _check_adapter_dir(adapter: Path) -> None:
-    if not adapter.exists():
-        raise FileNotFoundError(f"adapter directory {adapter} does not exist (give a peft adapter directory "
-                                "written by `fixrl sft` or `fixrl grpo`)")
-    if not (adapter / "adapter_config.json").is_file():
-        raise FileNotFoundError(f"{adapter} has no adapter_config.json: not a peft adapter directory")
 
 
 class _Sampler:
@@ -203,15 +179,14 @@ def _cut_at_end_of_turn(toks: list[int], lps: list[float], cap: int, eot: int) -
 def _load(path: Path, adapter: str | Path | None, device: str | None, precision: str | None):
     """(model in eval mode on its device, tokenizer, device, precision) from a model directory
     and an optional LoRA adapter, both checked before anything heavy is loaded."""
-    _check_model_dir(path)
+    check_model_dir(path)
     if adapter is not None:
-        _check_adapter_dir(Path(adapter))
+        check_adapter_dir(adapter)
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     prec = resolve_precision(precision, dev)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=compute_dtype(prec))
+    model, tokenizer = load_base(path, compute_dtype(prec))
     if adapter is not None:
-        model = PeftModel.from_pretrained(model, str(adapter), is_trainable=False)
+        model = load_adapter(model, adapter, trainable=False)
     model = model.to(dev)
     model.eval()
     return model, tokenizer, dev, prec
@@ -234,7 +209,7 @@ class HFPolicy:
         runs only its new tokens through the model, not the whole conversation again (costs the
         cache's memory between turns: ~12 KB a token for Qwen2.5-0.5B in fp16).
 
-        precision: fp32 | fp16 | bf16 (`fixrl.harness.agent.precision`); None: fp16 on CUDA, fp32
+        precision: fp32 | fp16 | bf16 (`fixrl.harness.model.precision`); None: fp16 on CUDA, fp32
         elsewhere (a given `model`: the dtype of its frozen weights). A model directory is loaded
         in its dtype. Generation runs under its autocast, as the trainer's forward does, so a
         LoRA adapter's float32 weights multiply in the setting's dtype on both sides and the

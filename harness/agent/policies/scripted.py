@@ -17,7 +17,7 @@ from typing import Any, Callable
 from fixrl.envs import scripted
 from fixrl.harness.agent.chat import encode, end_of_turn_id, format_tool_call
 from fixrl.harness.agent.policies import SCRIPTED_POLICIES, Generation, GenRequest
-from fixrl.harness.agent.tiny import qwen25_tokenizer
+from fixrl.harness.model.tiny import qwen25_tokenizer
 from fixrl.tasks import Task
 
 PlanFactory = Callable[[Any, Any, random.Random], Any]

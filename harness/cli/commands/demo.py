@@ -11,7 +11,7 @@ from fixrl.harness.demo.config import DemoConfig, demo_grpo
 from fixrl.train.resolve import DEFAULT_PRESET
 
 # The demo's own fields get flags; of the nested configs, only these (under their usual names).
-_NESTED_FLAGS = {"--sandbox": ("sandbox", "backend"), "--ray": ("sandbox", "ray"), "--steps": ("grpo", "max_steps")}
+_NESTED_FLAGS = {"--sandbox": ("sandbox", "backend"), "--ray": ("cluster", "address"), "--steps": ("grpo", "max_steps")}
 
 
 def register(sub) -> None:
@@ -44,7 +44,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.sandbox is not None:
         cfg = dataclasses.replace(cfg, sandbox=dataclasses.replace(cfg.sandbox, backend=args.sandbox))
     if args.ray is not None:
-        cfg = dataclasses.replace(cfg, sandbox=dataclasses.replace(cfg.sandbox, ray=args.ray))
+        cfg = dataclasses.replace(cfg, cluster=dataclasses.replace(cfg.cluster, address=args.ray))
     if args.steps is not None:
         cfg.grpo = cfg.grpo.updated(max_steps=args.steps)
     run_demo(cfg)

@@ -4,7 +4,6 @@ included); loading a model happens after every cheap check has passed."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from pathlib import Path
 
@@ -12,12 +11,12 @@ from fixrl.evals.probe import ProbeConfig, run_probe_job
 from fixrl.evals.report import report
 from fixrl.evals.run import EvalConfig, EvalResult, compare, run_eval
 from fixrl.harness.cli.errors import UserError
-from fixrl.harness.cli.flags import add_config_flags, given_fields, nest
+from fixrl.harness.cli.flags import add_config_flags, config_from_flags, merged
 
 # Earlier spellings that stay accepted.
 _ALIASES = {"tasks": ["--task"], "ks": ["-k"]}
 # An evaluation is scored by the hidden check; the system prompt comes from a file (--system-prompt FILE).
-_SKIP = ("env.reward", "env.system_prompt")
+_SKIP = ("episode.env.reward", "episode.env.system_prompt")
 
 
 def register(sub) -> None:
@@ -52,27 +51,19 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace, cls: type):
-    fields = nest(given_fields(args, cls))
+    cfg = config_from_flags(args, cls)
     if args.system_prompt_file is not None:
         try:
-            fields.setdefault("env", {})["system_prompt"] = args.system_prompt_file.read_text()
+            prompt = args.system_prompt_file.read_text()
         except OSError as e:
             raise UserError(f"--system-prompt {args.system_prompt_file}: cannot read it ({e.strerror})") from None
-    default = cls()
-    for part in ("policy", "env", "sandbox"):
-        if part in fields:
-            fields[part] = type(getattr(default, part))(**{**_asdict(getattr(default, part)), **fields[part]})
-    return cls(**fields)
-
-
-def _asdict(obj) -> dict:
-
-    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        cfg = merged(cfg, {"episode": {"env": {"system_prompt": prompt}}})
+    return cfg
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     if args.compare:
-        if args.__dict__.get("policy.model") or args.__dict__.get("policy.policy"):
+        if args.__dict__.get("episode.policy.model") or args.__dict__.get("episode.policy.policy"):
             raise UserError("--compare takes two eval output directories; drop --model/--policy")
         a, b = (EvalResult.load(p) for p in args.compare)
         cmp = compare(a, b, seed=args.seed or 0)

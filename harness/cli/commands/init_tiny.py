@@ -19,7 +19,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from fixrl.harness.agent.tiny import init_tiny  # noqa: PLC0415 - torch and transformers, only to write one
+    from fixrl.harness.model.tiny import init_tiny  # noqa: PLC0415 - torch and transformers, only to write one
 
     try:
         path = init_tiny(args.dir, hidden_size=args.hidden_size, num_layers=args.layers, num_heads=args.heads,

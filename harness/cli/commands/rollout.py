@@ -7,17 +7,17 @@ import time
 from pathlib import Path
 
 from fixrl import tasks
-from fixrl.harness.agent.rollouts import RolloutConfig, open_rollouts
+from fixrl.harness.agent.rollouts import RolloutConfig, open_episode_rollouts
 from fixrl.harness.agent.transcript import make_console, print_transcript, save_jsonl, summary_table
 from fixrl.harness.cli.errors import UserError
-from fixrl.harness.cli.flags import add_config_flags, given_fields, nest
+from fixrl.harness.cli.flags import add_config_flags, config_from_flags
 from fixrl.tasks.suites import BUILTIN_SUITE
 
 
 def register(sub) -> None:
     p = sub.add_parser("rollout", help="run episodes (scripted policy or model), print transcripts, save JSONL")
     add_config_flags(p, RolloutConfig, aliases={"tasks": ["--task"], "n": ["-n"]},
-                     skip=("env.reward", "env.system_prompt"))
+                     skip=("episode.env.reward", "episode.env.system_prompt"))
     p.add_argument("--quiet", action="store_true", help="no transcripts, only the summary")
     p.add_argument("--max-lines", type=int, default=30, help="lines shown per observation (0 = all)")
     p.add_argument("--show-system", action="store_true", help="show the system prompt")
@@ -51,23 +51,14 @@ def select_tasks(suite: tasks.Suite, ids: list[str] | None, split: str) -> list[
     return chosen
 
 
-def _config(args: argparse.Namespace) -> RolloutConfig:
-    fields = nest(given_fields(args, RolloutConfig))
-    default = RolloutConfig()
-    for part in ("policy", "env", "sandbox"):
-        if part in fields:
-            fields[part] = type(getattr(default, part))(**{**vars(getattr(default, part)), **fields[part]})
-    return RolloutConfig(**fields)
-
-
 def run(args: argparse.Namespace) -> int:
-    cfg = _config(args)
+    cfg = config_from_flags(args, RolloutConfig)
     if cfg.n < 1:
         raise UserError(f"-n {cfg.n}: give at least 1 episode per task")
-    cfg.policy.check()
+    cfg.episode.policy.check()
     suite = resolve_suite(cfg.suite)
     chosen = select_tasks(suite, cfg.tasks, cfg.split)
-    policy = cfg.policy.load(cfg.seed)
+    policy = cfg.episode.policy.load(cfg.seed)
     console = make_console()
     total = cfg.n * len(chosen)
 
@@ -76,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             print_transcript(traj, console, max_lines=args.max_lines, show_system=args.show_system)
 
     t0 = time.time()
-    with open_rollouts(suite, cfg.env, cfg.sandbox, max_total_tokens=cfg.max_total_tokens) as rollouts:
+    with open_episode_rollouts(suite, cfg.episode) as rollouts:
         trajs = rollouts.run(policy, chosen, cfg.n, cfg.seed, progress=show)
     seconds = time.time() - t0
     console.print(summary_table(trajs, title=f"{policy.name} on {suite.name}: {total} episode"

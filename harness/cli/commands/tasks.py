@@ -261,7 +261,7 @@ def generate(args) -> int:
     if args.ray is None:
         report = generate_tasks(Path(args.repo), args.test_cmd, Path(args.out), **options)
     else:
-        from fixrl.harness.agent.ray_map import RayRunner  # noqa: PLC0415 - Ray only for --ray
+        from fixrl.harness.agent.ray.map import RayRunner  # noqa: PLC0415 - Ray only for --ray
 
         with RayRunner(args.ray, backend=args.backend) as runner:
             report = generate_tasks(Path(args.repo), args.test_cmd, Path(args.out), runner=runner, **options)

@@ -1,6 +1,6 @@
 """fixrl sft | grpo: supervised fine-tuning (the starting adapter) and GRPO training.
 
-Every flag is a field of SFTConfig / GRPOConfig (GRPO's nested `env` and `sandbox` included),
+Every flag is a field of SFTConfig / GRPOConfig (GRPO's nested `env`, `sandbox` and `cluster` included),
 help text from the field's docstring; a flag not given leaves the preset's value. Torch and
 transformers load only after the cheap checks (the model directory, the suite) have passed."""
 from __future__ import annotations
@@ -10,9 +10,10 @@ import json
 from pathlib import Path
 
 from fixrl.harness.agent.policies import PolicyConfig
+from fixrl.harness.agent.settings import LEGACY_DOTTED
 from fixrl.harness.agent.transcript import make_console
 from fixrl.harness.cli.errors import UserError
-from fixrl.harness.cli.flags import add_config_flags, given_fields, nest, parse_set
+from fixrl.harness.cli.flags import add_config_flags, config_fields, given_fields, nest, parse_set
 from fixrl.train.config import GRPOConfig, SFTConfig
 from fixrl.train.resolve import (
     DEFAULT_PRESET,
@@ -66,11 +67,16 @@ def grpo_fields(args: argparse.Namespace) -> dict:
     fields = given_fields(args, GRPOConfig)
     for item in args.set:
         try:
-            name, value = parse_set(item, GRPOConfig, renames=FIELD_ALIASES)
+            name, value = parse_set(item, GRPOConfig, renames={**FIELD_ALIASES, **LEGACY_DOTTED})
         except ValueError as e:
             raise UserError(str(e)) from None
         fields[name] = value
     return fields
+
+
+def _flag(dotted: str) -> str:
+    own = {f.dotted: f.flag for f in config_fields(GRPOConfig) if f.flag}
+    return "--" + (own.get(dotted) or dotted.rsplit(".", 1)[-1]).replace("_", "-")
 
 
 def grpo_config_from_args(args: argparse.Namespace) -> tuple[GRPOConfig | None, dict | None]:
@@ -80,8 +86,8 @@ def grpo_config_from_args(args: argparse.Namespace) -> tuple[GRPOConfig | None, 
         given = sorted(set(fields) | ({"preset"} if args.preset else set()))
         bad = [k for k in given if k not in RESUMABLE_OVERRIDES and k != "out"]
         if bad:
-            flags = ", ".join("--" + b.rsplit(".", 1)[-1].replace("_", "-") for b in bad)
-            allowed = ", ".join("--" + r.rsplit(".", 1)[-1].replace("_", "-") for r in RESUMABLE_OVERRIDES)
+            flags = ", ".join(_flag(b) for b in bad)
+            allowed = ", ".join(_flag(r) for r in RESUMABLE_OVERRIDES)
             raise UserError(f"--resume continues the run in {fields.get('out')} as it was started; drop {flags} "
                             f"(only {allowed} may change)")
         return None, nest({k: v for k, v in fields.items() if k != "out"})

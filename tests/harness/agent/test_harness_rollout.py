@@ -8,9 +8,9 @@ import torch
 from fixrl.envs import EnvConfig
 from fixrl.envs.types import ToolCall
 from fixrl.harness.agent.chat import encode, parse_tool_calls, render, tool_choice_span
-from fixrl.harness.agent.local import LocalRollouts
+from fixrl.harness.agent.local_rollouts import LocalRollouts
+from fixrl.harness.agent.loop import TemplateError
 from fixrl.harness.agent.policies import Generation
-from fixrl.harness.agent.rollout import TemplateError
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxPool
 

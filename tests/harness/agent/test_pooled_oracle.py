@@ -12,7 +12,7 @@ from layouts import LAYOUTS, write_layout_suite
 
 from fixrl import tasks
 from fixrl.envs import EnvConfig
-from fixrl.harness.agent.local import LocalRollouts
+from fixrl.harness.agent.local_rollouts import LocalRollouts
 from fixrl.harness.agent.policies.scripted import ScriptedPolicy
 from fixrl.sandbox import SandboxPool, open_sandbox
 from fixrl.tasks.check.judge import judge_tree

@@ -1,6 +1,6 @@
 """The wheel as a user installs it: built from this tree, installed (not editable) into a fresh
 virtual environment, it puts one top-level package, `fixrl`, in the environment, ships the
-built-in suites as package data, and runs `fixrl --help` and a scripted rollout."""
+built-in suites and the tiny checkpoint's data as package data, and runs `fixrl --help` and a scripted rollout."""
 from __future__ import annotations
 
 import shutil
@@ -49,6 +49,11 @@ def test_wheel_installs_one_namespace_and_runs(tmp_path):
                                     "if u.find_spec(m)])"],
                          check=True, capture_output=True, text=True, cwd=tmp_path).stdout.split("\n")
     assert top[0].startswith(str(site)) and top[1] == "True" and top[2] == "[]", top
+    # The tiny checkpoint's chat template and the tiny suite's sources are package data too.
+    tiny = subprocess.run([py, "-c", "import sys; from fixrl.harness.model.tiny import make_tiny_suite; "
+                                     "print(sorted(p.name for p in (make_tiny_suite(sys.argv[1]) / 'checks').iterdir()))",
+                           str(tmp_path / "tiny")], check=True, capture_output=True, text=True, cwd=tmp_path).stdout
+    assert tiny.split() == ["['test_add_one_off.py',", "'test_clamp_high.py',", "'test_total_init.py']"], tiny
     fixrl = env / "bin" / "fixrl"
     assert "rollout" in subprocess.run([fixrl, "--help"], check=True, capture_output=True, text=True,
                                        cwd=tmp_path).stdout

@@ -7,9 +7,9 @@ import random
 import pytest
 
 from fixrl.harness.agent.chat import encode, render
-from fixrl.harness.agent.tiny import qwen25_tokenizer
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.harness.demo.excerpts import excerpt, excerpts, path_excerpt, path_excerpts
+from fixrl.harness.model.tiny import qwen25_tokenizer
 
 SOURCE = "\n".join(["m.py (12 lines)"] + [f"{i:4d}  x{i} = f({i})" for i in range(1, 12)]
                    + ["  12      return a - b"])

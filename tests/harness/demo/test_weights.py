@@ -1,8 +1,8 @@
 """The demo's SFT loss weights: tool-call argument values stressed, nothing else."""
 from __future__ import annotations
 
-from fixrl.harness.agent.tiny import qwen25_tokenizer
 from fixrl.harness.demo.weights import argument_value_weights, value_weights
+from fixrl.harness.model.tiny import qwen25_tokenizer
 from fixrl.train.sft import Example, render_chat
 
 TOOLS = [{"type": "function", "function": {"name": "read", "description": "Read a file",

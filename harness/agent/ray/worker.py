@@ -1,6 +1,6 @@
 """EnvWorker: the environment side of episodes on one node of a Ray cluster.
 
-The driver (`harness.agent.ray_pool`) starts one EnvWorker actor per node that offers
+The driver (`harness.agent.ray.pool`) starts one EnvWorker actor per node that offers
 `fixrl_sandbox` slots. A worker holds a SandboxPool on its node and, per rollout call of the
 driver (a "side"), a `LocalEnvSide` over it: the very code that runs episodes in one process,
 so a tool call, a renaming or a hidden check does on a worker exactly what it does locally.
@@ -43,7 +43,7 @@ from typing import Any
 
 from fixrl.envs import EnvConfig
 from fixrl.envs.types import EpisodeInfo, Malformed, StepResult, ToolCall
-from fixrl.harness.agent.local import LocalEnvSide
+from fixrl.harness.agent.local_rollouts import LocalEnvSide
 from fixrl.sandbox import BACKENDS, DEFAULT_IMAGE, ExecResult, SandboxError, SandboxPool, reaper
 from fixrl.sandbox import docker as docker_backend
 from fixrl.tasks import Suite, Task
@@ -293,7 +293,7 @@ class EnvWorker:
     def exec(self, side: str, key: int, cmd: str, timeout: float) -> ExecResult:
         return self._sides[side].env(key).sb.exec(cmd, timeout)
 
-    # ---- one function of a task and this node's sandboxes (harness.agent.ray_map)
+    # ---- one function of a task and this node's sandboxes (harness.agent.ray.map)
 
     def apply(self, fn: Any, token: str, *args: Any) -> Any:
         return fn(self._tasks[token], self.pool, *args)

@@ -14,13 +14,13 @@ from raykit import comparable, left_behind, wait_clean
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.evals.run import EvalResult, load_trajectories_gz
-from fixrl.harness.agent import ray_pool
-from fixrl.harness.agent.envside import ClusterError
-from fixrl.harness.agent.local import LocalRollouts
+from fixrl.harness.agent.local_rollouts import LocalRollouts
 from fixrl.harness.agent.policies.scripted import ScriptedPolicy
-from fixrl.harness.agent.ray_pool import WorkerPool
-from fixrl.harness.agent.ray_rollouts import RayRollouts
+from fixrl.harness.agent.ray import pool as ray_pool
+from fixrl.harness.agent.ray.pool import WorkerPool
+from fixrl.harness.agent.ray.rollouts import RayRollouts
 from fixrl.harness.agent.rollouts import open_rollouts
+from fixrl.harness.agent.settings import ClusterConfig, ClusterError
 from fixrl.harness.cli import build_parser, main
 from fixrl.sandbox import SandboxConfig, SandboxConfigError
 from fixrl.tasks.suites import BUILTIN_SUITE, GYM_SUITE
@@ -69,7 +69,7 @@ def test_plans_that_look_at_the_workspace_give_the_same_episodes(ray_cluster, ki
     chosen = [t for t in suite.tasks if t.kind == "fix"][:3]
     env = EnvConfig(rename=True, max_turns=5)
     policy = ScriptedPolicy(kind, seed=7)
-    with RayRollouts(suite, env, SandboxConfig(ray=ray_cluster.address)) as rollouts:
+    with RayRollouts(suite, env, cluster=ClusterConfig(ray_cluster.address)) as rollouts:
         on_ray = rollouts.run(policy, chosen, 2, seed=3)
         stats = rollouts.stats()
     with LocalRollouts(suite, env, SandboxConfig(pool_size=6)) as local:
@@ -90,7 +90,7 @@ def test_interrupted_run_releases_every_sandbox(ray_cluster, gym):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt), \
-            RayRollouts(gym, EnvConfig(rename=True), SandboxConfig(ray=ray_cluster.address)) as rollouts:
+            RayRollouts(gym, EnvConfig(rename=True), cluster=ClusterConfig(ray_cluster.address)) as rollouts:
         rollouts.run(ScriptedPolicy("oracle"), chosen, 3, seed=0, progress=interrupt)
     assert len(seen) == 1
     left = left_behind(ray_cluster.root, [], docker=False)
@@ -107,23 +107,23 @@ def test_rollouts_opened_inside_others_share_their_workers(ray_cluster, gym):
     backend meanwhile is a clear error, not a wait."""
     task = gym.get(_heldout_ids(gym)[0])
     policy = ScriptedPolicy("oracle")
-    with RayRollouts(gym, EnvConfig(), SandboxConfig(ray=ray_cluster.address)) as outer:
-        with open_rollouts(gym, EnvConfig(rename=True), SandboxConfig(ray="auto", ray_retries=1)) as inner:
+    with RayRollouts(gym, EnvConfig(), cluster=ClusterConfig(ray_cluster.address)) as outer:
+        with open_rollouts(gym, EnvConfig(rename=True), cluster=ClusterConfig("auto", retries=1)) as inner:
             assert inner.pool is outer.pool
             assert [t.reward for t in inner.run(policy, [task], 2, seed=0)] == [1.0, 1.0]
         inner.close()   # a second close releases nothing more
         # workers of their own (another job's, as it were) find every node's slots taken
         with pytest.raises(ClusterError, match="held by another job"):
-            WorkerPool(SandboxConfig(ray=ray_cluster.address), start_seconds=5.0)
+            WorkerPool(ClusterConfig(ray_cluster.address), start_seconds=5.0)
         assert [t.reward for t in outer.run(policy, [task], 2, seed=0)] == [1.0, 1.0]
         with pytest.raises(ClusterError, match="another backend|backend docker"):
-            RayRollouts(gym, EnvConfig(), SandboxConfig(ray=ray_cluster.address, backend="docker"))
+            RayRollouts(gym, EnvConfig(), SandboxConfig(backend="docker"), ClusterConfig(ray_cluster.address))
         with pytest.raises(ClusterError, match="one cluster at a time"):
-            RayRollouts(gym, EnvConfig(), SandboxConfig(ray="127.0.0.1:1"))
+            RayRollouts(gym, EnvConfig(), cluster=ClusterConfig("127.0.0.1:1"))
         assert all(s["lost"] is None for s in outer.stats().values())
     left = wait_clean(ray_cluster.root, [], docker=False)
     assert not any(left.values()), left
-    with RayRollouts(gym, EnvConfig(), SandboxConfig(ray=ray_cluster.address)) as again:   # a fresh pool
+    with RayRollouts(gym, EnvConfig(), cluster=ClusterConfig(ray_cluster.address)) as again:   # a fresh pool
         assert again.pool is not outer.pool and [t.reward for t in again.run(policy, [task], 1)] == [1.0]
 
 
@@ -151,12 +151,12 @@ def test_a_cluster_that_cannot_serve_is_a_clear_error(ray_cluster, monkeypatch, 
     err = capsys.readouterr().err
     assert "--ray 127.0.0.1:1" in err and "ray start --head" in err
     with pytest.raises(ClusterError, match="fixrl_sandbox"):
-        WorkerPool(SandboxConfig(ray=ray_cluster.address), nodes=[])   # no node of the cluster to use
-    with pytest.raises(SandboxConfigError, match="ray_retries"):
-        open_rollouts(None, None, SandboxConfig(ray=ray_cluster.address, ray_retries=-1))
+        WorkerPool(ClusterConfig(ray_cluster.address), nodes=[])   # no node of the cluster to use
+    with pytest.raises(SandboxConfigError, match="retries"):
+        open_rollouts(None, None, None, ClusterConfig(ray_cluster.address, retries=-1))
     monkeypatch.setitem(sys.modules, "ray", None)   # as on a machine without the extra
     with pytest.raises(ClusterError, match=r"pip install 'fixrl\[ray\]'"):
-        open_rollouts(None, None, SandboxConfig(ray=ray_cluster.address))
+        open_rollouts(None, None, None, ClusterConfig(ray_cluster.address))
 
 
 def test_a_node_with_other_fixrl_code_gets_no_episode(ray_cluster, monkeypatch):
@@ -164,7 +164,7 @@ def test_a_node_with_other_fixrl_code_gets_no_episode(ray_cluster, monkeypatch):
     could judge the same fix differently: its worker refuses to start and says why."""
     monkeypatch.setattr(ray_pool, "code_digest", lambda: "fixrl 0.0.1 (0123456789ab)")
     with pytest.raises(ClusterError, match=r"runs fixrl \S+ \(\w+\), the driver fixrl 0.0.1 .*same fixrl on every node"):
-        WorkerPool(SandboxConfig(ray=ray_cluster.address))
+        WorkerPool(ClusterConfig(ray_cluster.address))
     left = wait_clean(ray_cluster.root, [], docker=False)
     assert not any(left.values()), left
 
@@ -174,7 +174,7 @@ def test_a_node_that_cannot_serve_is_left_out_and_named(ray_cluster, gym):
     worker fails to start, the pool names why, and the run goes on the other nodes."""
     bad = ray_cluster.add_node(1, backend="podman")
     try:
-        with RayRollouts(gym, EnvConfig(), SandboxConfig(ray=ray_cluster.address)) as rollouts:
+        with RayRollouts(gym, EnvConfig(), cluster=ClusterConfig(ray_cluster.address)) as rollouts:
             trajs = rollouts.run(ScriptedPolicy("oracle"), [gym.get(_heldout_ids(gym)[0])], 2, seed=0)
             stats, failed = rollouts.stats(), dict(rollouts.pool._failed)
     finally:
@@ -189,12 +189,12 @@ def test_config_and_cli_carry_the_setting(tmp_path, capsys):
     """--ray reaches every job's sandbox config (no cluster needed to see it)."""
     assert main(["grpo", "--model", "m", "--suite", "s", "--out", str(tmp_path / "r"), "--ray", "auto",
                  "--ray-retries", "5", "--print-config"]) == 0
-    sandbox = json.loads(capsys.readouterr().out)["sandbox"]
-    assert (sandbox["ray"], sandbox["ray_retries"]) == ("auto", 5)
+    cluster = json.loads(capsys.readouterr().out)["cluster"]
+    assert (cluster["address"], cluster["retries"]) == ("auto", 5)
     for argv in (["eval", "--policy", "oracle", "--ray", "auto"], ["probe", "--policy", "oracle", "--ray", "auto"],
                  ["rollout", "--policy", "oracle", "--ray", "auto"]):
-        assert vars(build_parser().parse_args(argv))["sandbox.ray"] == "auto"
+        assert vars(build_parser().parse_args(argv))["episode.cluster.address"] == "auto"
     assert build_parser().parse_args(["demo", "--ray", "auto"]).ray == "auto"
     assert build_parser().parse_args(["bench", "rollout", "--ray", "local"]).ray == "local"
     with pytest.raises(SandboxConfigError, match="ray"):
-        SandboxConfig(ray=" ").validate()
+        ClusterConfig(" ").validate()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fixrl.harness.agent.precision import (
+from fixrl.harness.model.precision import (
     PRECISIONS,
     PrecisionError,
     autocast,

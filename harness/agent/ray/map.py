@@ -1,7 +1,7 @@
 """TaskMap: one function of a task and a sandbox pool, applied to many tasks on a Ray cluster's
 workers -- the embarrassingly parallel jobs (validating a suite, testing generated candidates).
 
-    with RayRollouts(...) as rollouts:   # or WorkerPool(SandboxConfig(ray=...))
+    with RayRollouts(...) as rollouts:   # or WorkerPool(ClusterConfig(ADDRESS))
         results = TaskMap(rollouts.pool).map(validate_task, suite.tasks, 3)   # fn(task, pool, 3)
 
 Each call runs on one worker with the task rebased on that node's copy of its repository (what
@@ -25,7 +25,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from fixrl.harness.agent.ray_pool import WorkerLost, WorkerPool
+from fixrl.harness.agent.ray.pool import WorkerLost, WorkerPool
+from fixrl.harness.agent.settings import ClusterConfig
 from fixrl.sandbox import SandboxConfig, SandboxError, SandboxPool
 from fixrl.tasks import Task
 
@@ -104,7 +105,7 @@ class RayRunner:
     sandbox pool. `width` is the cluster's sandbox slots when it opened."""
 
     def __init__(self, address: str, backend: str = "local", image: str | None = None) -> None:
-        self.workers = WorkerPool(SandboxConfig(ray=address, backend=backend, image=image))  # type: ignore[arg-type]
+        self.workers = WorkerPool(ClusterConfig(address), SandboxConfig(backend=backend, image=image))  # type: ignore[arg-type]
         self.map = TaskMap(self.workers)
         self.width = self.workers.capacity()
         self._trees: dict[Path, Task] = {}

@@ -18,10 +18,11 @@ from raykit import comparable, containers, owner_records, wait_clean
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.envs.scripted import oracle_plan
-from fixrl.harness.agent import ray_pool
-from fixrl.harness.agent.local import LocalRollouts
+from fixrl.harness.agent.local_rollouts import LocalRollouts
 from fixrl.harness.agent.policies.scripted import ScriptedPolicy
-from fixrl.harness.agent.ray_rollouts import RayRollouts
+from fixrl.harness.agent.ray import pool as ray_pool
+from fixrl.harness.agent.ray.rollouts import RayRollouts
+from fixrl.harness.agent.settings import ClusterConfig
 from fixrl.sandbox import SandboxConfig
 from fixrl.tasks.suites import GYM_SUITE
 
@@ -59,7 +60,7 @@ def test_a_node_joins_gets_work_and_is_killed_mid_run(ray_cluster, gym, docker_a
     policy = ScriptedPolicy("oracle-untested", plan=lambda task, env, rng: oracle_plan(task, env, run_tests=False))
     state: dict = {}
 
-    with RayRollouts(gym, env, SandboxConfig(ray=ray_cluster.address)) as rollouts:
+    with RayRollouts(gym, env, cluster=ClusterConfig(ray_cluster.address)) as rollouts:
         def progress(traj):
             if "node" not in state:
                 state["node"] = ray_cluster.add_node(3, backend="docker")
@@ -112,7 +113,7 @@ def test_a_hung_worker_is_cut_off_by_its_deadline(ray_cluster, gym):
     under bubblewrap on a machine other jobs load, must not time out in one run and not the other.)"""
     chosen = gym.split("heldout")[:2]
     env = EnvConfig(rename=True, tool_timeouts={"test": 10.0})
-    with RayRollouts(gym, env, SandboxConfig(ray=ray_cluster.address, ray_call_margin=2.0)) as rollouts:
+    with RayRollouts(gym, env, cluster=ClusterConfig(ray_cluster.address, call_margin=2.0)) as rollouts:
         victim = rollouts.pool.workers()[0]
         policy = _StopAtTurn(3, lambda: victim.info.pid)  # the oracle: read, edit, test, submit
         on_ray = rollouts.run(policy, chosen, 2, seed=0)
@@ -186,7 +187,7 @@ def test_a_replay_that_sees_something_else_ends_as_error(ray_cluster, tmp_path):
                                   "setup": ["python -c \"import random; open('ops.py', 'a').write('# %d\\n' % "
                                             "random.getrandbits(64))\""]}})
     suite = tasks_pkg.load_suite(root)
-    with RayRollouts(suite, EnvConfig(), SandboxConfig(ray=ray_cluster.address)) as rollouts:
+    with RayRollouts(suite, EnvConfig(), cluster=ClusterConfig(ray_cluster.address)) as rollouts:
         victim = rollouts.pool.workers()[0]   # the first episode starts there
         policy = _KillAtTurn(2, lambda: rollouts.pool._lose(victim, "killed by the test"))
         first, second = rollouts.run(policy, suite.tasks, 2, seed=0)
@@ -205,7 +206,7 @@ def test_when_no_node_is_left_the_episodes_end_as_error(ray_cluster, gym, monkey
     chosen = gym.split("heldout")[:2]
     node = ray_cluster.add_node(2)
     try:
-        with RayRollouts(gym, EnvConfig(), SandboxConfig(ray=ray_cluster.address), nodes=[node.node_id]) as rollouts:
+        with RayRollouts(gym, EnvConfig(), cluster=ClusterConfig(ray_cluster.address), nodes=[node.node_id]) as rollouts:
             session = rollouts.pool.workers()[0].info.session
             trajs = rollouts.run(_KillAtTurn(2, lambda: ray_cluster.kill_node(node)), chosen, 1, seed=0)
             stats = rollouts.stats()

@@ -27,8 +27,8 @@ from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig, ToolEnv
 from fixrl.envs.types import EpisodeInfo, Malformed, StepResult, ToolCall
 from fixrl.harness.agent.envside import Started
+from fixrl.harness.agent.loop import run_episodes
 from fixrl.harness.agent.policies import Policy
-from fixrl.harness.agent.rollout import run_episodes
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxConfig, SandboxError, SandboxPool
 from fixrl.tasks import Suite, Task

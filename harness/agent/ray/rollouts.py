@@ -1,14 +1,14 @@
-"""RayRollouts: the `Rollouts` seam over a Ray cluster (`SandboxConfig.ray`, `--ray auto|ADDRESS`).
+"""RayRollouts: the `Rollouts` seam over a Ray cluster (`ClusterConfig.address`, `--ray auto|ADDRESS`).
 
-    with open_rollouts(suite, env_config, SandboxConfig(ray="auto")) as rollouts:   # this class
+    with open_rollouts(suite, env_config, sandbox, ClusterConfig("auto")) as rollouts:   # this class
         trajs = rollouts.run(policy, tasks, n=8, seed=0)
 
 The policy, generation and trajectories stay in this process, batched in lockstep as with
 `LocalRollouts`; each episode's sandbox start-up, tool calls and hidden check run in a worker on
-one of the cluster's nodes (`harness.agent.ray_worker`), each node with its own sandbox pool
+one of the cluster's nodes (`harness.agent.ray.worker`), each node with its own sandbox pool
 of its `fixrl_sandbox` slots. The lockstep width is the sum of the live nodes' slots (not
 `SandboxConfig.pool_size`), and it follows the cluster: a node that joins takes episodes from
-then on; one that dies takes its episodes' worker with it and they move (ray_envside).
+then on; one that dies takes its episodes' worker with it and they move (ray.envside).
 
 For the same policy, tasks, n and seed a scripted policy gives exactly the trajectories of
 `LocalRollouts`; a model policy the same up to the batches its turns were generated in (which
@@ -21,10 +21,11 @@ from collections.abc import Callable, Sequence
 from typing import Self
 
 from fixrl.envs import EnvConfig
+from fixrl.harness.agent.loop import run_episodes
 from fixrl.harness.agent.policies import Policy
-from fixrl.harness.agent.ray_envside import RayEnvSide
-from fixrl.harness.agent.ray_pool import WorkerPool
-from fixrl.harness.agent.rollout import run_episodes
+from fixrl.harness.agent.ray.envside import RayEnvSide
+from fixrl.harness.agent.ray.pool import WorkerPool
+from fixrl.harness.agent.settings import ClusterConfig
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxConfig
 from fixrl.tasks import Suite, Task
@@ -39,16 +40,19 @@ class RayRollouts:
     `nodes`: use only these node ids, with workers of its own (a benchmark of 1, 2, 3 nodes)."""
 
     def __init__(self, suite: Suite | None, env: EnvConfig | None = None, sandbox: SandboxConfig | None = None,
-                 *, max_total_tokens: int | None = None, nodes: Sequence[str] | None = None,
-                 pool: WorkerPool | None = None) -> None:
+                 cluster: ClusterConfig | None = None, *, max_total_tokens: int | None = None,
+                 nodes: Sequence[str] | None = None, pool: WorkerPool | None = None) -> None:
+        """cluster: default `ClusterConfig("auto")`, the cluster this machine belongs to."""
         self.suite = suite
         self.env = env if env is not None else EnvConfig()
-        self.sandbox = sandbox if sandbox is not None else SandboxConfig(ray="auto")
+        self.sandbox = sandbox if sandbox is not None else SandboxConfig()
+        self.cluster = cluster if cluster is not None else ClusterConfig("auto")
         self.max_total_tokens = max_total_tokens
         self._owns_pool = pool is None
         if pool is None:
             # The process's workers on the cluster, shared with any other rollouts it holds open.
-            pool = WorkerPool.shared(self.sandbox) if nodes is None else WorkerPool(self.sandbox, nodes=nodes)
+            pool = (WorkerPool.shared(self.cluster, self.sandbox) if nodes is None
+                    else WorkerPool(self.cluster, self.sandbox, nodes=nodes))
         self.pool = pool
 
     @property
@@ -57,14 +61,14 @@ class RayRollouts:
 
     def with_env(self, env: EnvConfig, *, max_total_tokens: int | None = None) -> RayRollouts:
         """Rollouts over the same workers with other episode settings (closing it is a no-op)."""
-        return RayRollouts(self.suite, env, self.sandbox, pool=self.pool,
+        return RayRollouts(self.suite, env, self.sandbox, self.cluster, pool=self.pool,
                            max_total_tokens=max_total_tokens if max_total_tokens is not None else self.max_total_tokens)
 
     def run(self, policy: Policy, tasks: Sequence[Task], n: int, seed: int = 0, *,
             progress: Callable[[Trajectory], None] | None = None) -> list[Trajectory]:
         """n episodes of each task, ordered by (task, sample); see `run_episodes`."""
-        side = RayEnvSide(self.pool, self.suite, self.env, retries=self.sandbox.ray_retries,
-                          margin=self.sandbox.ray_call_margin)
+        side = RayEnvSide(self.pool, self.suite, self.env, retries=self.cluster.retries,
+                          margin=self.cluster.call_margin)
         try:
             return run_episodes(policy, tasks, n, env=side, seed=seed, max_total_tokens=self.max_total_tokens,
                                 progress=progress)

@@ -13,7 +13,7 @@ its slots), never more, so that nothing waits for a sandbox the lockstep loop it
 
 Calls to a worker (`WorkerHandle.call`) have a deadline; a worker that misses one is killed. A
 worker that died, was killed or whose node died raises `WorkerLost` to the caller, which moves
-the episode (harness.agent.ray_envside). Errors of the code a worker ran (SandboxError, a bug)
+the episode (harness.agent.ray.envside). Errors of the code a worker ran (SandboxError, a bug)
 arrive as themselves: Ray raises the remote exception as an instance of its own class.
 
 `close()` shuts every worker down (its sandboxes released), kills it, and sweeps every live
@@ -31,8 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fixrl.harness.agent.envside import ClusterError
-from fixrl.harness.agent.ray_worker import (
+from fixrl.harness.agent.ray.worker import (
     EnvWorker,
     WorkerInfo,
     WorkerSpec,
@@ -41,6 +40,7 @@ from fixrl.harness.agent.ray_worker import (
     portable,
     sweep_node,
 )
+from fixrl.harness.agent.settings import ClusterConfig, ClusterError
 from fixrl.sandbox import SandboxConfig, SandboxError
 from fixrl.tasks import GitRepo, Task
 from fixrl.tasks.format.loader import repo_path
@@ -175,13 +175,17 @@ class WorkerHandle:
 class WorkerPool:
     """The workers of one driver on one cluster, kept for the life of a job (every rollout call)."""
 
-    def __init__(self, sandbox: SandboxConfig, *, nodes: Sequence[str] | None = None,
-                 start_seconds: float = START_SECONDS) -> None:
-        """nodes: use only these node ids (a benchmark's 1, 2, 3 nodes of one cluster)."""
+    def __init__(self, cluster: ClusterConfig, sandbox: SandboxConfig | None = None, *,
+                 nodes: Sequence[str] | None = None, start_seconds: float = START_SECONDS) -> None:
+        """sandbox: the workers' sandboxes (backend, image; default local); nodes: use only these
+        node ids (a benchmark's 1, 2, 3 nodes of one cluster)."""
+        sandbox = sandbox if sandbox is not None else SandboxConfig()
         sandbox.validate()
-        assert sandbox.ray is not None
+        cluster.validate()
+        assert cluster.address is not None
         self.sandbox = sandbox
-        self.ray = connect(sandbox.ray)
+        self.cluster = cluster
+        self.ray = connect(cluster.address)
         self.run = uuid.uuid4().hex[:8]
         self.nodes = set(nodes) if nodes is not None else None
         self.start_seconds = start_seconds
@@ -207,26 +211,27 @@ class WorkerPool:
             raise ClusterError(message)
 
     @classmethod
-    def shared(cls, sandbox: SandboxConfig) -> WorkerPool:
-        """This process's pool on the cluster `sandbox.ray` names, opened on first use and closed
+    def shared(cls, cluster: ClusterConfig, sandbox: SandboxConfig) -> WorkerPool:
+        """This process's pool on the cluster `cluster.address` names, opened on first use and closed
         when its last user closes it. A process drives one cluster at a time, with one backend and
         image: ClusterError for another (its workers would wait for slots this one holds)."""
         sandbox.validate()
-        assert sandbox.ray is not None
+        cluster.validate()
+        assert cluster.address is not None
         with _SHARED_LOCK:
             if not _SHARED:
-                pool = cls(sandbox)
+                pool = cls(cluster, sandbox)
                 pool._shared = True
                 _SHARED.append(pool)
                 return pool
             pool = _SHARED[0]
             address = pool.ray.get_runtime_context().gcs_address
             backend, image = pool.sandbox.backend, pool.sandbox.image
-            if not _same_cluster(sandbox.ray, address):
-                raise ClusterError(f"--ray {sandbox.ray}: this process already drives the cluster at {address}; "
+            if not _same_cluster(cluster.address, address):
+                raise ClusterError(f"--ray {cluster.address}: this process already drives the cluster at {address}; "
                                    "one process drives one cluster at a time")
             if (backend, image) != (sandbox.backend, sandbox.image):
-                raise ClusterError(f"--ray {sandbox.ray}: this process already runs workers on the cluster with "
+                raise ClusterError(f"--ray {cluster.address}: this process already runs workers on the cluster with "
                                    f"backend {backend} and image {image}; it cannot start others with backend "
                                    f"{sandbox.backend} and image {sandbox.image} while it holds their slots")
             pool._users += 1
@@ -237,8 +242,8 @@ class WorkerPool:
     def _none_message(self) -> str:
         failed = "; ".join(f"node {n[:8]}: {why}" for n, why in self._failed.items())
         if failed:
-            return f"--ray {self.sandbox.ray}: no worker could start ({failed})"
-        return (f"--ray {self.sandbox.ray}: no node of the cluster offers `{RESOURCE}` slots; start each worker "
+            return f"--ray {self.cluster.address}: no worker could start ({failed})"
+        return (f"--ray {self.cluster.address}: no node of the cluster offers `{RESOURCE}` slots; start each worker "
                 f"node with `ray start --address=HEAD:PORT --resources='{{\"{RESOURCE}\": 8}}'`")
 
     def refresh(self, force: bool = False) -> None:

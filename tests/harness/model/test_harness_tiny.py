@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fixrl.harness.agent.tiny import ADDED_TOKENS, QWEN25_CHAT_TEMPLATE
+from fixrl.harness.model.tiny import ADDED_TOKENS, QWEN25_CHAT_TEMPLATE
 
 QWEN25_ADDED = {
     "<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_end|>": 151645,
@@ -115,7 +115,7 @@ def test_generation_config_is_qwen25_instructs(tiny_model):
 
 
 def test_init_tiny_refuses_non_empty_dir(tmp_path):
-    from fixrl.harness.agent.tiny import init_tiny
+    from fixrl.harness.model.tiny import init_tiny
 
     (tmp_path / "x").write_text("keep me")
     with pytest.raises(FileExistsError, match="not an empty directory"):

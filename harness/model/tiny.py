@@ -12,6 +12,9 @@ that speaks Qwen2.5's token ids and tool-calling format. So `init_tiny` writes:
   normalisation, the 22 added tokens at ids 151643..151664 and Qwen2.5-Instruct's chat template;
 - `generation_config.json` as Qwen2.5-Instruct's.
 
+The chat template and the tiny suite's sources (`make_tiny_suite`) are package data under
+`tiny_data/`, real files a linter reads.
+
 What it does not give: a model that knows anything. The weights are random; the demo makes its
 starting policy by SFT on scripted demonstrations.
 """
@@ -66,65 +69,15 @@ TOOL_CALL_ID = 151657
 TOOL_CALL_END_ID = 151658
 
 PRETOKENIZE_REGEX = (
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+    r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
 )
 
-# Qwen2.5-Instruct's chat template, verbatim (Hermes-style tool calling).
-QWEN25_CHAT_TEMPLATE = """{%- if tools %}
-    {{- '<|im_start|>system\\n' }}
-    {%- if messages[0]['role'] == 'system' %}
-        {{- messages[0]['content'] }}
-    {%- else %}
-        {{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}
-    {%- endif %}
-    {{- "\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\nYou are provided with function signatures within <tools></tools> XML tags:\\n<tools>" }}
-    {%- for tool in tools %}
-        {{- "\\n" }}
-        {{- tool | tojson }}
-    {%- endfor %}
-    {{- "\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call><|im_end|>\\n" }}
-{%- else %}
-    {%- if messages[0]['role'] == 'system' %}
-        {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}
-    {%- else %}
-        {{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}
-    {%- endif %}
-{%- endif %}
-{%- for message in messages %}
-    {%- if (message.role == "user") or (message.role == "system" and not loop.first) or (message.role == "assistant" and not message.tool_calls) %}
-        {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}
-    {%- elif message.role == "assistant" %}
-        {{- '<|im_start|>' + message.role }}
-        {%- if message.content %}
-            {{- '\\n' + message.content }}
-        {%- endif %}
-        {%- for tool_call in message.tool_calls %}
-            {%- if tool_call.function is defined %}
-                {%- set tool_call = tool_call.function %}
-            {%- endif %}
-            {{- '\\n<tool_call>\\n{"name": "' }}
-            {{- tool_call.name }}
-            {{- '", "arguments": ' }}
-            {{- tool_call.arguments | tojson }}
-            {{- '}\\n</tool_call>' }}
-        {%- endfor %}
-        {{- '<|im_end|>\\n' }}
-    {%- elif message.role == "tool" %}
-        {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}
-            {{- '<|im_start|>user' }}
-        {%- endif %}
-        {{- '\\n<tool_response>\\n' }}
-        {{- message.content }}
-        {{- '\\n</tool_response>' }}
-        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
-            {{- '<|im_end|>\\n' }}
-        {%- endif %}
-    {%- endif %}
-{%- endfor %}
-{%- if add_generation_prompt %}
-    {{- '<|im_start|>assistant\\n' }}
-{%- endif %}
-"""
+DATA = Path(__file__).with_name("tiny_data")
+"""The checkpoint's chat template and the tiny suite's sources, as package data."""
+
+QWEN25_CHAT_TEMPLATE = (DATA / "qwen25_chat_template.jinja").read_text()
+"""Qwen2.5-Instruct's chat template, verbatim (Hermes-style tool calling)."""
 
 
 def qwen_tiktoken_path() -> Path:
@@ -354,56 +307,15 @@ def qwen25_tokenizer():
 
 # ---------------------------------------------------------------- a tiny task suite
 
-_TINY_CALC = '''\
-"""A tiny module for fixrl's own tests and benchmarks."""
+SUITE_SOURCES = DATA / "suite"
+"""The tiny suite's repository (`repo/`: calc.py and its public tests) and hidden checks (`checks/`)."""
 
-
-def add_one(x):
-    return x + 1
-
-
-def clamp(x, lo, hi):
-    if x < lo:
-        return lo
-    if x > hi:
-        return hi
-    return x
-
-
-def total(items):
-    acc = 0
-    for item in items:
-        acc += item
-    return acc
-'''
-
-_TINY_PUBLIC_TESTS = '''\
-from calc import add_one, clamp, total
-
-
-def test_add_one_zero():
-    assert add_one(0) == 1
-
-
-def test_clamp_inside():
-    assert clamp(5, 0, 10) == 5
-
-
-def test_total_empty():
-    assert total([]) == 0
-'''
-
-# (id, function, buggy source, hidden test, issue)
+# (id, function, (fixed line, buggy line), issue); each task's hidden check is checks/test_<id>.py.
 _TINY_TASKS = [
-    ("add-one-off", "add_one", ("return x + 1", "return x + 2"),
-     "from calc import add_one\n\n\ndef test_add_one():\n    assert add_one(1) == 2\n    assert add_one(-1) == 0\n",
-     "add_one(1) returns 3, but it should return 2."),
+    ("add-one-off", "add_one", ("return x + 1", "return x + 2"), "add_one(1) returns 3, but it should return 2."),
     ("clamp-high", "clamp", ("if x > hi:", "if x < hi:"),
-     "from calc import clamp\n\n\ndef test_clamp():\n    assert clamp(15, 0, 10) == 10\n    assert clamp(5, 0, 10) == 5\n",
      "clamp(5, 0, 10) returns 10, but a value inside the range should come back unchanged."),
-    ("total-init", "total", ("acc = 0", "acc = 1"),
-     "from calc import total\n\n\ndef test_total():\n    assert total([1, 2, 3]) == 6\n",
-     "total([1, 2, 3]) returns 7, but it should return 6."),
+    ("total-init", "total", ("acc = 0", "acc = 1"), "total([1, 2, 3]) returns 7, but it should return 6."),
 ]
 
 
@@ -419,15 +331,15 @@ def make_tiny_suite(dest: Path | str, max_turns: int = 4) -> Path:
     total-init (train), clamp-high (heldout)."""
 
     dest = Path(dest)
-    (dest / "repo" / "tests").mkdir(parents=True, exist_ok=True)
-    (dest / "repo" / "calc.py").write_text(_TINY_CALC)
-    (dest / "repo" / "tests" / "test_calc.py").write_text(_TINY_PUBLIC_TESTS)
+    dest.mkdir(parents=True, exist_ok=True)
+    for part in ("repo", "checks"):   # a byte-compiled copy of the data files is not the suite's
+        shutil.copytree(SUITE_SOURCES / part, dest / part, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    calc = (SUITE_SOURCES / "repo" / "calc.py").read_text()
     (dest / "tasks").mkdir(exist_ok=True)
-    (dest / "checks").mkdir(exist_ok=True)
     (dest / "suite.yaml").write_text(yaml.safe_dump({"name": "tiny", "rename_pool": ["zorp", "blix", "quux"]}))
-    for task_id, function, (good, bad), hidden, issue in _TINY_TASKS:
-        buggy = _TINY_CALC.replace(good, bad, 1)
-        (dest / "checks" / f"test_{task_id.replace('-', '_')}.py").write_text(hidden)
+    for task_id, function, (good, bad), issue in _TINY_TASKS:
+        buggy = calc.replace(good, bad, 1)
         task = {
             "id": task_id,
             "repo": "repo",
@@ -440,8 +352,8 @@ def make_tiny_suite(dest: Path | str, max_turns: int = 4) -> Path:
                 "command": f"python -m pytest -q tests/test_hidden_{task_id.replace('-', '_')}.py",
                 "tests": [f"tests/test_hidden_{task_id.replace('-', '_')}.py::test_{function}"],
             },
-            "bug": _unified_diff("calc.py", _TINY_CALC, buggy),
-            "fix": _unified_diff("calc.py", buggy, _TINY_CALC),
+            "bug": _unified_diff("calc.py", calc, buggy),
+            "fix": _unified_diff("calc.py", buggy, calc),
             "function": function,
             "file": "calc.py",
             "split": "heldout" if task_id == "clamp-high" else "train",

@@ -18,9 +18,10 @@ from raykit import processes_under
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.envs.types import Malformed, StepResult, ToolCall
-from fixrl.harness.agent.ray_envside import FILE_SECONDS, deadlines, same_observation
-from fixrl.harness.agent.ray_worker import pack_tree, portable, rebase, unpack_tree
-from fixrl.sandbox import SandboxConfig, SandboxConfigError, cgroup, reaper
+from fixrl.harness.agent.ray.envside import FILE_SECONDS, deadlines, same_observation
+from fixrl.harness.agent.ray.worker import pack_tree, portable, rebase, unpack_tree
+from fixrl.harness.agent.settings import ClusterConfig
+from fixrl.sandbox import SandboxConfigError, cgroup, reaper
 from fixrl.tasks.suites import BUILTIN_SUITE
 
 
@@ -154,10 +155,10 @@ def test_sweep_cleans_only_dead_owners(tmp_path):
     assert not reaper.alive(os.getpid(), (reaper.start_time(os.getpid()) or 0) + 1)  # a reused pid is not its owner
 
 
-@pytest.mark.parametrize("bad", [{"ray_retries": -1}, {"ray_call_margin": 0}, {"ray": ""}])
+@pytest.mark.parametrize("bad", [{"retries": -1}, {"call_margin": 0}, {"address": ""}])
 def test_bad_cluster_settings_name_the_field(bad):
     with pytest.raises(SandboxConfigError, match=next(iter(bad))):
-        SandboxConfig(**bad).validate()
+        ClusterConfig(**bad).validate()
 
 
 _NO_FLAG = r'''
@@ -167,7 +168,7 @@ from fixrl.tasks.suites import GYM_SUITE
 out = tempfile.mkdtemp()
 code = main(["eval", "--policy", "oracle", "--suite", str(GYM_SUITE), "-n", "1", "-k", "1", "--no-progress",
              "--task", "gym-grade-wrong_arith", "--out", out])
-print(code, "ray" in sys.modules, [m for m in sys.modules if m.startswith("fixrl.harness.agent.ray_")])
+print(code, "ray" in sys.modules, [m for m in sys.modules if m.startswith("fixrl.harness.agent.ray")])
 '''
 
 
@@ -183,7 +184,7 @@ def test_an_address_names_the_connected_head_however_it_is_spelt():
     """Ray reports the head it is connected to by the machine's address: a loopback or host name
     of the same machine and port is the same cluster (no reconnection, the same workers); another
     port or machine is not."""
-    from fixrl.harness.agent.ray_pool import _same_cluster
+    from fixrl.harness.agent.ray.pool import _same_cluster
 
     here = socket.gethostbyname(socket.gethostname())
     assert _same_cluster("auto", "10.1.2.3:6379")

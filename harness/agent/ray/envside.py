@@ -1,6 +1,6 @@
 """RayEnvSide: the EnvSide of a rollout call whose episodes run on a Ray cluster's workers.
 
-The lockstep loop (`harness.agent.rollout.run_episodes`) drives it exactly as it drives the
+The lockstep loop (`harness.agent.loop.run_episodes`) drives it exactly as it drives the
 local one: it sends each episode's tool calls and gets observations back; tokens, generation and
 trajectories never leave the driver. Each call runs on a thread of its own here and blocks on
 its worker within a deadline (`deadlines`).
@@ -33,9 +33,10 @@ from fixrl.envs import EnvConfig
 from fixrl.envs import rename as rn
 from fixrl.envs.tools import TOOLS
 from fixrl.envs.types import EpisodeInfo, Malformed, StepResult, ToolCall
-from fixrl.harness.agent.envside import ClusterError, Started
-from fixrl.harness.agent.ray_pool import WorkerHandle, WorkerLost, WorkerPool
-from fixrl.harness.agent.ray_worker import RemoteStarted, RemoteStep, ViewState
+from fixrl.harness.agent.envside import Started
+from fixrl.harness.agent.ray.pool import WorkerHandle, WorkerLost, WorkerPool
+from fixrl.harness.agent.ray.worker import RemoteStarted, RemoteStep, ViewState
+from fixrl.harness.agent.settings import ClusterError
 from fixrl.sandbox import ExecResult, SandboxError
 from fixrl.tasks import Suite, Task
 
@@ -77,7 +78,7 @@ class Deadlines:
 
 
 def deadlines(task: Task, env: EnvConfig, margin: float) -> Deadlines:
-    """From the task's and env config's own limits, plus `margin` (SandboxConfig.ray_call_margin)."""
+    """From the task's and env config's own limits, plus `margin` (ClusterConfig.call_margin)."""
     setup = float(task.limits.setup_timeout) * len(task.setup)
     public = float(env.tool_timeouts.get("test", task.limits.tool_timeout)) \
         if env.public_check or env.reward == "public" else 0.0

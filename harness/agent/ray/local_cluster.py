@@ -3,7 +3,7 @@
     with LocalCluster(tmp_dir) as cluster:          # `ray start --head` (no sandbox slots)
         a = cluster.add_node(slots=2)               # `ray start --address=...` with its resources
         b = cluster.add_node(slots=2, backend="docker")
-        rollouts = open_rollouts(suite, env, SandboxConfig(ray=cluster.address))
+        rollouts = open_rollouts(suite, env, sandbox, ClusterConfig(cluster.address))
         cluster.kill_node(a)                        # SIGKILL its raylet and everything under it
 
 For the tests and `fixrl bench rollout --ray`. Every node gets its own ports, its own fixrl root
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
-from fixrl.harness.agent.ray_worker import BACKEND_ENV, ROOT_ENV
+from fixrl.harness.agent.ray.worker import BACKEND_ENV, ROOT_ENV
 
 RESOURCE = "fixrl_sandbox"
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from fixrl import tasks as tasks_pkg
-from fixrl.harness.agent.ray_map import TaskMap
-from fixrl.harness.agent.ray_pool import WorkerPool
-from fixrl.sandbox import SandboxConfig, SandboxPool
+from fixrl.harness.agent.ray.map import TaskMap
+from fixrl.harness.agent.ray.pool import WorkerPool
+from fixrl.harness.agent.settings import ClusterConfig
+from fixrl.sandbox import SandboxPool
 from fixrl.tasks.check.validate import validate_task
 from fixrl.tasks.suites import BUILTIN_SUITE
 
@@ -26,7 +27,7 @@ def test_validation_on_the_workers_equals_one_process(ray_cluster):
     chosen = [t for t in suite.tasks if t.kind == "fix"][:3] + [t for t in suite.tasks if t.kind == "question"][:1]
     broken = chosen[0].model_copy(update={"id": "no-fix", "fix": None})
     chosen.append(broken)  # a fix task without its fix: invalid, the same way everywhere
-    workers = WorkerPool(SandboxConfig(ray=ray_cluster.address))
+    workers = WorkerPool(ClusterConfig(ray_cluster.address))
     try:
         seen = []
         on_cluster = TaskMap(workers).map(validate_task, chosen, 1, deadline=600,
@@ -49,7 +50,7 @@ def test_generation_on_the_cluster_equals_one_process(ray_cluster, tmp_path):
     node's copy of the workspace); the suite is the one a single process makes."""
     from genkit import make_shop_repo
 
-    from fixrl.harness.agent.ray_map import RayRunner
+    from fixrl.harness.agent.ray.map import RayRunner
     from fixrl.tasks.generate.pipeline import generate
 
     repo = make_shop_repo(tmp_path)
