@@ -14,7 +14,8 @@ from fixrl.harness.agent.settings import ClusterConfig, EpisodeSettings, split_l
 from fixrl.harness.cli import build_parser, main
 from fixrl.harness.cli.flags import config_from_flags
 from fixrl.sandbox import SandboxConfig
-from fixrl.train.config import RESUMABLE_OVERRIDES, GRPOConfig, dotted_names
+from fixrl.train.config import GRPOConfig
+from fixrl.train.resolve import RESUMABLE_OVERRIDES, dotted_names, load_config
 
 
 @pytest.mark.parametrize("command,cls", [("rollout", RolloutConfig), ("eval", EvalConfig), ("probe", ProbeConfig)])
@@ -39,7 +40,7 @@ def test_a_config_written_with_sandbox_ray_loads(tmp_path):
     del saved["cluster"]
     saved["sandbox"].update(ray="10.0.0.1:6379", ray_retries=5, ray_call_margin=7.5)   # as a run of an earlier version
     (tmp_path / "config.json").write_text(json.dumps(saved))
-    cfg = GRPOConfig.load(tmp_path / "config.json", **{"sandbox.ray": "auto"})   # a resume override, old name
+    cfg = load_config(tmp_path / "config.json", **{"sandbox.ray": "auto"})   # a resume override, old name
     assert cfg.cluster == ClusterConfig("auto", retries=5, call_margin=7.5)
     assert cfg.sandbox == SandboxConfig(**{k: saved["sandbox"][k] for k in ("backend", "image", "pool_size")})
     assert json.loads(json.dumps(cfg.to_dict()))["cluster"]["address"] == "auto"
