@@ -31,7 +31,6 @@ from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.harness.agent.local_rollouts import LocalRollouts
 from fixrl.harness.agent.policies import TimedPolicy
-from fixrl.harness.bench import ray as ray_bench
 from fixrl.harness.bench.errors import BenchError
 from fixrl.harness.model.tiny import cache_dir, init_tiny, make_tiny_suite
 from fixrl.sandbox import SandboxConfig
@@ -111,7 +110,7 @@ def _arm(policy, suite, tasks, n_per_task: int, pool_size: int, turns: int, back
 def measure(cfg: Config) -> dict[str, Any]:
     """Both arms, each `cfg.repeats` times interleaved; the fastest run of each and the ratios."""
     if cfg.ray:
-        return ray_bench.measure(cfg)
+        return _ray_bench().measure(cfg)
     from fixrl.harness.agent.policies.hf import HFPolicy  # noqa: PLC0415 - torch and transformers, only when the bench runs
 
     cfg.validate()
@@ -156,7 +155,7 @@ def measure(cfg: Config) -> dict[str, Any]:
 def show(result: dict[str, Any], console: Any) -> None:
     """The two arms and their ratios as a table (or the cluster benchmark's, harness/bench/ray.py)."""
     if "tool_call" in result:
-        return ray_bench.show(result, console)
+        return _ray_bench().show(result, console)
 
     table = Table(title=f"agent loop on {Path(result['model']).name}, fastest of {result['repeats']} runs per arm "
                         f"({result['device']}, {result['cpus']} CPUs, "
@@ -172,3 +171,11 @@ def show(result: dict[str, Any], console: Any) -> None:
     table.add_row("speed-up", "", "", "", f"{result['speedup_episodes_per_min']:.2f}x",
                   f"{result['speedup_tokens_per_s']:.2f}x", f"{result['speedup_generation_tokens_per_s']:.2f}x")
     console.print(table)
+
+
+def _ray_bench() -> Any:
+    """The `--ray` arm's module, imported only for that arm: a run without `--ray` (and the
+    command line that registers this bench) must not import the cluster modules."""
+    from fixrl.harness.bench import ray  # noqa: PLC0415 - the cluster modules, only with --ray
+
+    return ray
