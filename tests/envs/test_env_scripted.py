@@ -9,7 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from fixrl.envs import EnvConfig, episode_env
-from fixrl.envs.reference import next_edit, reference, shrink_edit
+from fixrl.envs.reference import next_edit, shrink_edit
+from fixrl.tasks.format.reference import reference
 from fixrl.envs.scripted import BlindPlan, make_plan, oracle_plan, run_plan
 
 
