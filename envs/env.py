@@ -112,6 +112,32 @@ def truncate(text: str, max_chars: int) -> str:
     return f"{text[:head]}\n... [output truncated: {cut} characters omitted] ...\n{text[len(text) - tail:]}"
 
 
+def _system_prompt(config: EnvConfig, task: Task, tools: list[str], max_turns: int, max_edits: int | None) -> str:
+    if config.system_prompt is not None:
+        template = config.system_prompt
+    else:
+        template = QUESTION_PROMPT if task.kind == "question" else SYSTEM_PROMPT
+    edits = "" if max_edits is None else f" and {max_edits} edit{'s' if max_edits != 1 else ''}"
+    if edits and task.limits.count_failed_edits:
+        edits += " (an edit whose `old` text is not found counts too)"
+    return template.format(tools=", ".join(f"`{n}`" for n in tools), max_turns=max_turns, edits=edits,
+                           max_edits=max_edits if max_edits is not None else "unlimited")
+
+
+def _reward(config: EnvConfig, info: EpisodeInfo) -> float:
+    """The number training gets for a scored episode (EnvConfig.reward); 0.0 for an error."""
+    if info.outcome == "error":
+        return 0.0
+    if callable(config.reward):
+        return float(config.reward(info))
+    if config.reward == "public":
+        return 1.0 if info.public_pass else 0.0
+    if config.reward == "hidden":
+        return 1.0 if info.outcome == "pass" else 0.0
+    raise ValueError(f"EnvConfig.reward: {config.reward!r} is not 'hidden', 'public' "
+                     f"or a function of the episode info")
+
+
 def _backend_of(sb: Sandbox) -> str:
     name = getattr(sb, "backend", None)
     if isinstance(name, str):
@@ -201,16 +227,7 @@ class ToolEnv:
         if not self._reset_done:
             self._reset_done = True
             self._prepare()
-        tools = ", ".join(f"`{n}`" for n in self.tools)
-        if self.config.system_prompt is not None:
-            template = self.config.system_prompt
-        else:
-            template = QUESTION_PROMPT if self.task.kind == "question" else SYSTEM_PROMPT
-        edits = "" if self.max_edits is None else f" and {self.max_edits} edit{'s' if self.max_edits != 1 else ''}"
-        if edits and self.task.limits.count_failed_edits:
-            edits += " (an edit whose `old` text is not found counts too)"
-        system = template.format(tools=tools, max_turns=self.max_turns, edits=edits,
-                                 max_edits=self.max_edits if self.max_edits is not None else "unlimited")
+        system = _system_prompt(self.config, self.task, list(self.tools), self.max_turns, self.max_edits)
         messages = [{"role": "system", "content": system},
                     {"role": "user", "content": self.issue}]
         return messages, (self.schemas() if self.config.tool_schemas else [])
@@ -349,6 +366,7 @@ class ToolEnv:
                           f"- {v.rule}: {self.to_shown(v.message)}" for v in violations[:5])
         more = f"\n(and {len(violations) - 5} more)" if len(violations) > 5 else ""
         budget = "" if self.edits_left is None else f" {self.edits_left} edit(s) left."
+        # The wording agents have always been shown (trained models read it): kept, old name and all.
         return (f"Edit refused by the task's change policy: {path} is unchanged.\n{lines}{more}\n"
                 f"Fix the bug with ordinary code (the modules the file already imports, plain "
                 f"attribute names); the refused edit counts against your edit budget.{budget}")
@@ -393,18 +411,7 @@ class ToolEnv:
             original = self.renaming.file_to_original(path, before, before)
             info.first_edit_right = first_edit_right(self.task, path, original,
                                                      self.renaming.file_to_original(path, after, before))
-        if info.outcome == "error":
-            reward = 0.0
-        elif callable(self.config.reward):
-            reward = float(self.config.reward(info))
-        elif self.config.reward == "public":
-            reward = 1.0 if info.public_pass else 0.0
-        elif self.config.reward == "hidden":
-            reward = 1.0 if info.outcome == "pass" else 0.0
-        else:
-            raise ValueError(f"EnvConfig.reward: {self.config.reward!r} is not 'hidden', 'public' "
-                             f"or a function of the episode info")
-        self._finished = (reward, info)
+        self._finished = (_reward(self.config, info), info)
         return self._finished
 
     def _submit(self, info: EpisodeInfo) -> None:
