@@ -1,5 +1,6 @@
-"""The tool environment: tools and their schemas, budgets, the end of an episode, and the
-reward (the hidden check on a fresh copy with the agent's changes).
+"""The tool environment: tools and their schemas, budgets, renaming, the end of an episode and
+its record; the reward it asks for at the end is `tasks.check.reward` (the hidden check on a
+fresh copy with the agent's changes).
 
     from fixrl.envs import EnvConfig, ToolCall, episode_env
     with episode_env(task, EnvConfig(rename=True, max_edits=1), suite) as env:

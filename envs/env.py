@@ -1,5 +1,5 @@
 """ToolEnv: one episode of the agent on one task, over a sandbox that already holds the task's
-buggy repository; and its reward, the hidden check on a fresh copy.
+buggy repository. Its reward is `tasks.check.reward.score`, called once at the end.
 
 Lifecycle: `reset()` -> `step(call)` until `done` -> `finish()`. The env never raises for what
 the policy sends (bad JSON, unknown tools, bad arguments, paths outside the workspace): those
@@ -7,8 +7,8 @@ are error observations, counted in `info.malformed` where the call itself was ma
 sandbox that fails during the episode ends it with exit status and outcome `error`.
 
 The reward is computed on a fresh buggy copy with the agent's non-test changes applied
-(`envs.changes` says which are carried), in a sandbox no agent has used (a new one, or one of the
-rollout pool's check sandboxes, reset), by `tasks.run_check`. Infrastructure
+(`tasks.check.carry` says which are carried), in a sandbox no agent has used (a new one, or one
+of the rollout pool's check sandboxes, reset), by `tasks.check.reward.score`. Infrastructure
 failures there are retried and end as outcome `error` (reward 0.0, but training and pass@k leave
 the episode out), never as a fail.
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
-import shlex
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -27,17 +26,16 @@ from typing import Any, Callable, ContextManager, Iterator, Literal
 from pydantic import ValidationError
 
 from fixrl import tasks
-from fixrl.envs import changes as chg
 from fixrl.envs import rename as rn
-from fixrl.envs.reference import edit_matches_fix, reference
+from fixrl.envs.reference import first_edit_right
+from fixrl.envs.rename import Renaming
 from fixrl.envs.tools import DEFAULT_TOOLS, Tool, ToolError, get_tools
 from fixrl.envs.types import EpisodeInfo, ExitStatus, Malformed, StepResult, ToolCall
 from fixrl.sandbox import open_sandbox
 from fixrl.sandbox.base import Sandbox, SandboxError
 from fixrl.tasks import is_test_path
-from fixrl.tasks.check import rules as tpol
-from fixrl.tasks.check.guard import GuardSpec, spec_for
-from fixrl.tasks.check.judge import judge_tree
+from fixrl.tasks.check.reward import Submission, score
+from fixrl.tasks.check.rules import for_task
 from fixrl.tasks.format.schema import Task
 
 log = logging.getLogger(__name__)
@@ -114,6 +112,32 @@ def truncate(text: str, max_chars: int) -> str:
     return f"{text[:head]}\n... [output truncated: {cut} characters omitted] ...\n{text[len(text) - tail:]}"
 
 
+def _system_prompt(config: EnvConfig, task: Task, tools: list[str], max_turns: int, max_edits: int | None) -> str:
+    if config.system_prompt is not None:
+        template = config.system_prompt
+    else:
+        template = QUESTION_PROMPT if task.kind == "question" else SYSTEM_PROMPT
+    edits = "" if max_edits is None else f" and {max_edits} edit{'s' if max_edits != 1 else ''}"
+    if edits and task.limits.count_failed_edits:
+        edits += " (an edit whose `old` text is not found counts too)"
+    return template.format(tools=", ".join(f"`{n}`" for n in tools), max_turns=max_turns, edits=edits,
+                           max_edits=max_edits if max_edits is not None else "unlimited")
+
+
+def _reward(config: EnvConfig, info: EpisodeInfo) -> float:
+    """The number training gets for a scored episode (EnvConfig.reward); 0.0 for an error."""
+    if info.outcome == "error":
+        return 0.0
+    if callable(config.reward):
+        return float(config.reward(info))
+    if config.reward == "public":
+        return 1.0 if info.public_pass else 0.0
+    if config.reward == "hidden":
+        return 1.0 if info.outcome == "pass" else 0.0
+    raise ValueError(f"EnvConfig.reward: {config.reward!r} is not 'hidden', 'public' "
+                     f"or a function of the episode info")
+
+
 def _backend_of(sb: Sandbox) -> str:
     name = getattr(sb, "backend", None)
     if isinstance(name, str):
@@ -122,6 +146,10 @@ def _backend_of(sb: Sandbox) -> str:
 
 
 class ToolEnv:
+    """One episode: the tools and their budgets over the agent's sandbox, and the episode's
+    record (`info`). `finish()` submits the agent's changes, in the task's original names, to
+    the reward (`tasks.check.reward.score`) once and records its Score."""
+
     def __init__(self, task: Task, sb: Sandbox, config: EnvConfig | None = None, suite: Any = None,
                  check_sandbox: Callable[[Path], ContextManager[Sandbox]] | None = None,
                  seed: int = 0):
@@ -140,13 +168,12 @@ class ToolEnv:
         self.done = False
         self.issue = task.issue
         self.public_test_command = task.public_tests
-        self._rename: tuple[str, str] | None = None  # (original, shown)
+        self.renaming = Renaming()
         self._first_edit: tuple[str, str, str] | None = None  # (path, before, after) as seen
         self._last_test: bool | None = None
         self._finished: tuple[float, EpisodeInfo] | None = None
         self._reset_done = False
         self._after_setup: dict[str, str | None] = {}
-        self._renamed_files: set[str] = set()
 
     # ------------------------------------------------------------------ views for tools/plans
 
@@ -157,16 +184,14 @@ class ToolEnv:
     @property
     def function_name(self) -> str | None:
         """The buggy function's name as the agent sees it (renamed when renaming is on)."""
-        if self._rename:
-            return self._rename[1]
-        return self.task.function
+        return self.renaming.shown if self.renaming else self.task.function
 
     @property
     def edits_used(self) -> int:
-        """Edits counted against the budget: applied ones, ones the change policy refused, and
+        """Edits counted against the budget: applied ones, ones the edit rules refused, and
         failed ones where the task's `limits.count_failed_edits` says so."""
         failed = self.info.failed_edits if self.task.limits.count_failed_edits else 0
-        return self.info.edits + self.info.policy_refusals + failed
+        return self.info.edits + self.info.rule_refusals + failed
 
     @property
     def edits_left(self) -> int | None:
@@ -186,17 +211,11 @@ class ToolEnv:
 
     def to_original(self, text: str) -> str:
         """Map text the agent saw (renamed) back to the task's original names."""
-        if not self._rename:
-            return text
-        orig, shown = self._rename
-        return rn.rename_text(text, shown, orig)
+        return self.renaming.to_original(text)
 
     def to_shown(self, text: str) -> str:
         """Map original text to what the agent sees (renamed)."""
-        if not self._rename:
-            return text
-        orig, shown = self._rename
-        return rn.rename_text(text, orig, shown)
+        return self.renaming.to_shown(text)
 
     def schemas(self) -> list[dict]:
         return [t.schema() for t in self.tools.values()]
@@ -208,16 +227,7 @@ class ToolEnv:
         if not self._reset_done:
             self._reset_done = True
             self._prepare()
-        tools = ", ".join(f"`{n}`" for n in self.tools)
-        if self.config.system_prompt is not None:
-            template = self.config.system_prompt
-        else:
-            template = QUESTION_PROMPT if self.task.kind == "question" else SYSTEM_PROMPT
-        edits = "" if self.max_edits is None else f" and {self.max_edits} edit{'s' if self.max_edits != 1 else ''}"
-        if edits and self.task.limits.count_failed_edits:
-            edits += " (an edit whose `old` text is not found counts too)"
-        system = template.format(tools=tools, max_turns=self.max_turns, edits=edits,
-                                 max_edits=self.max_edits if self.max_edits is not None else "unlimited")
+        system = _system_prompt(self.config, self.task, list(self.tools), self.max_turns, self.max_edits)
         messages = [{"role": "system", "content": system},
                     {"role": "user", "content": self.issue}]
         return messages, (self.schemas() if self.config.tool_schemas else [])
@@ -232,79 +242,24 @@ class ToolEnv:
                 # What setup wrote is not the agent's change (setup runs again before the check).
                 self._after_setup = self.sb.changed_files()
             if self.config.rename and self.task.function:
-                self._apply_rename()
+                pool = list(getattr(self.suite, "rename_pool", None) or []) or rn.DEFAULT_POOL
+                self.renaming = Renaming.apply(
+                    self.sb, self.task.function, {"<issue>": self.task.issue, "<public_tests>": self.task.public_tests},
+                    pool, self.rng, self.tool_timeout("path"), label=self.task.id)
+                if self.renaming:
+                    self.issue = self.renaming.to_shown(self.task.issue)
+                    self.public_test_command = self.renaming.to_shown(self.task.public_tests)
+                    self.info.renamed = {self.renaming.original: self.renaming.shown}
         except SandboxError as e:
             self._fail(f"sandbox failed while preparing the episode: {e}")
         except tasks.TaskError as e:
             self._fail(f"task setup failed: {e}")
 
-    def _apply_rename(self) -> None:
-        """Rename the buggy function in every file that mentions it, to a pool name that none of
-        those files (nor the issue) uses. A pool name used elsewhere in the repository is fine:
-        files that do not mention the function are left alone, and mapped back only where the
-        name cannot be theirs (`_map_back`). With star imports in the repository the chosen name
-        must occur nowhere, since `from m import *` could make two functions collide."""
-        orig = self.task.function
-        assert orig
-        pool = list(getattr(self.suite, "rename_pool", None) or []) or rn.DEFAULT_POOL
-        res = self.sb.exec(
-            f"grep -rlI --exclude-dir=.git -F -e {shlex.quote(orig)} . ; echo '@@fixrl@@'; "
-            "find . -name .git -prune -o -print | sed 's|.*/||; s|\\..*||' | sort -u; echo '@@fixrl@@'; "
-            "grep -rlIE --exclude-dir=.git --include='*.py' "
-            "'^[[:space:]]*from[[:space:]].*import[[:space:]]*[*]' . | head -n 1",
-            timeout=self.tool_timeout("path"))
-        parts = res.output.split("@@fixrl@@")
-        if len(parts) != 3:
-            log.warning("renaming skipped for %s: listing failed: %s", self.task.id, res.output[-300:])
-            return
-        files_part, stems_part, star_part = parts
-        files = [f[2:] if f.startswith("./") else f for f in files_part.split("\n") if f.strip()]
-        stems = {s for s in stems_part.split() if s}
-        if orig in stems:
-            # `import clamp` would break: a module shares the function's name.
-            log.info("renaming skipped for %s: a file is named after %r", self.task.id, orig)
-            return
-        texts = {f: self.sb.read_file(f) for f in files}
-        texts["<issue>"] = self.task.issue
-        texts["<public_tests>"] = self.task.public_tests
-        taken = set(stems)
-        if star_part.strip():
-            taken |= self._names_present(pool)
-        new = rn.choose_name(self.rng, pool, orig, texts, taken=taken)
-        if new is None:
-            log.warning("renaming skipped for %s: no usable name in the pool", self.task.id)
-            return
-        for f, text in texts.items():
-            if f.startswith("<"):
-                continue
-            renamed = rn.rename_text(text, orig, new)
-            if renamed != text:
-                self.sb.write_file(f, renamed)
-                self._renamed_files.add(f)
-        self.issue = rn.rename_text(self.task.issue, orig, new)
-        self.public_test_command = rn.rename_text(self.task.public_tests, orig, new)
-        self._rename = (orig, new)
-        self.info.renamed = {orig: new}
-
-    def _map_back(self, path: str, text: str, original: str) -> str:
-        """`text` (the agent's version of `path`) in the task's original names. `original`: the
-        file before the episode, un-renamed. A file that renaming did not touch and that uses
-        the shown name itself (another function of the repository) keeps it."""
-        if not self._rename:
+    def _in_original_names(self, path: str, text: str) -> str:
+        """The agent's version of `path` in the task's original names."""
+        if not self.renaming:
             return text
-        orig, shown = self._rename
-        if path in self._renamed_files or not rn.occurs(original, shown):
-            return rn.rename_text(text, shown, orig)
-        return text
-
-    def _names_present(self, pool: list[str]) -> set[str]:
-        words = sorted({n for n in pool if n.isidentifier()})
-        if not words:
-            return set()
-        pattern = "|".join(words)
-        res = self.sb.exec(f"grep -rhoIw --exclude-dir=.git -E {shlex.quote(pattern)} . | sort -u",
-                           timeout=self.tool_timeout("path"))
-        return {w for w in res.output.split() if w in set(words)}
+        return self.renaming.file_to_original(path, text, for_task(self.task).original(path) or "")
 
     def step(self, call: ToolCall | Malformed) -> StepResult:
         if not self._reset_done:
@@ -346,8 +301,8 @@ class ToolEnv:
             args = tool.args.model_validate(raw)
         except ValidationError as e:
             return self._malformed(f"{name} (bad arguments)", _argument_error(name, e, tool))
-        action = self._describe(name, args)
-        refused_before = self.info.refused_edits + self.info.policy_refusals
+        action = _describe(name, args)
+        refused_before = self.info.refused_edits + self.info.rule_refusals
         try:
             obs = tool.handler(self, args)
         except ToolError as e:
@@ -362,7 +317,7 @@ class ToolEnv:
             log.exception("tool %s raised", name)
             self.info.actions.append(f"{action} (tool crashed)")
             return f"Error: tool `{name}` failed: {type(e).__name__}: {e}"
-        refused = self.info.refused_edits + self.info.policy_refusals > refused_before
+        refused = self.info.refused_edits + self.info.rule_refusals > refused_before
         self.info.actions.append(action + (" (refused)" if refused else ""))
         self._count(name, applied=True)
         if tool.ends_episode:
@@ -376,18 +331,6 @@ class ToolEnv:
             self.info.reads += 1
         elif applied and name == "test":
             self.info.tests += 1
-
-    @staticmethod
-    def _describe(name: str, args: Any) -> str:
-        """One short line for info.actions: the tool and its key argument."""
-        path = getattr(args, "path", None)
-        start, end = getattr(args, "start", None), getattr(args, "end", None)
-        if isinstance(path, str) and (start or end):
-            return f"{name} {path}:{start or 1}-{end or ''}"
-        pattern = getattr(args, "pattern", None)
-        if isinstance(pattern, str):
-            return f"{name} {pattern[:40]!r}"
-        return f"{name} {path}" if isinstance(path, str) else name
 
     # ------------------------------------------------------------------ the ToolContext tools use (envs.types)
 
@@ -404,27 +347,26 @@ class ToolEnv:
     def note_failed_edit(self, path: str) -> None:
         self.info.failed_edits += 1
 
-    def policy_refusal(self, path: str, after: str | None) -> str | None:
+    def rule_refusal(self, path: str, after: str | None) -> str | None:
         """Judge the agent's change of `path` (as it sees it, renamed) to `after` (None: deleted)
-        by the task's change policy (tasks.check.rules), against the file's original. None when it
+        by the task's edit rules (tasks.check.rules), against the file's original. None when it
         complies; else the refusal to show the agent, the refusal counted against the edit budget
         (whatever `count_failed_edits` says). Tools call it before writing anything. Test files
-        pass: they never reach the check (`carried_changes` drops them), and editing them is what
+        pass: they never reach the check (tasks.check.carry drops them), and editing them is what
         `reward='public'` studies."""
         if is_test_path(path):
             return None
-        ctx = tpol.for_task(self.task)
-        original = ctx.original(path)
         if after is not None:
-            after = self._map_back(path, after, original or "")
-        violations = ctx.judge(path, after)
+            after = self._in_original_names(path, after)
+        violations = for_task(self.task).judge(path, after)
         if not violations:
             return None
-        self.info.policy_refusals += 1
+        self.info.rule_refusals += 1
         lines = "\n".join(f"- {v.rule}: line {v.line}: {self.to_shown(v.message)}" if v.line else
                           f"- {v.rule}: {self.to_shown(v.message)}" for v in violations[:5])
         more = f"\n(and {len(violations) - 5} more)" if len(violations) > 5 else ""
         budget = "" if self.edits_left is None else f" {self.edits_left} edit(s) left."
+        # The wording agents have always been shown (trained models read it): kept, old name and all.
         return (f"Edit refused by the task's change policy: {path} is unchanged.\n{lines}{more}\n"
                 f"Fix the bug with ordinary code (the modules the file already imports, plain "
                 f"attribute names); the refused edit counts against your edit budget.{budget}")
@@ -462,148 +404,38 @@ class ToolEnv:
         if info.exit_status == "error":
             info.outcome = "error"
         else:
-            self._score(info)
+            self._submit(info)
         info.seconds["check"] = time.monotonic() - t0
-        self._judge_first_edit(info)
-        if info.outcome == "error":
-            reward = 0.0
-        elif callable(self.config.reward):
-            reward = float(self.config.reward(info))
-        elif self.config.reward == "public":
-            reward = 1.0 if info.public_pass else 0.0
-        elif self.config.reward == "hidden":
-            reward = 1.0 if info.outcome == "pass" else 0.0
-        else:
-            raise ValueError(f"EnvConfig.reward: {self.config.reward!r} is not 'hidden', 'public' "
-                             f"or a function of the episode info")
-        self._finished = (reward, info)
+        if self._first_edit is not None:
+            path, before, after = self._first_edit
+            original = self.renaming.file_to_original(path, before, before)
+            info.first_edit_right = first_edit_right(self.task, path, original,
+                                                     self.renaming.file_to_original(path, after, before))
+        self._finished = (_reward(self.config, info), info)
         return self._finished
 
-    def _score(self, info: EpisodeInfo) -> None:
+    def _submit(self, info: EpisodeInfo) -> None:
+        """The public tests where asked, then the agent's changes (setup's own writes left out,
+        renaming undone) to the reward, once."""
         try:
-            agent_changes = self.sb.changed_files()
+            changed = self.sb.changed_files()
         except SandboxError as e:
-            info.outcome, info.error = "error", f"could not read the agent's changes: {e}"
+            info.record_error(f"could not read the agent's changes: {e}")
             return
         if self.config.public_check or self.config.reward == "public":
             try:
                 res = self.sb.exec(self.public_test_command, timeout=self.tool_timeout("test"))
                 info.public_pass = res.exit_code == 0 and not res.timed_out
             except SandboxError as e:
-                info.outcome, info.error = "error", f"sandbox failed running the public tests: {e}"
+                info.record_error(f"sandbox failed running the public tests: {e}")
                 return
         else:
             info.public_pass = self._last_test
-        attempts = max(1, self.config.check_retries + 1)
-        last_error = ""
-        for attempt in range(attempts):
-            try:
-                result = self._run_check(agent_changes, info)
-            except SandboxError as e:
-                last_error = f"check sandbox failed (attempt {attempt + 1}/{attempts}): {e}"
-                log.warning("%s: %s", self.task.id, last_error)
-                continue
-            except Exception as e:
-                log.exception("%s: the check crashed", self.task.id)
-                info.outcome, info.error = "error", f"the check crashed: {type(e).__name__}: {e}"
-                return
-            if result is None:  # the carried changes break the change policy: no check runs
-                info.outcome, info.hidden_pass, info.partial_credit = "fail", False, 0.0
-                return
-            if result.outcome == "error":
-                last_error = f"check reported a sandbox error (attempt {attempt + 1}/{attempts}): " \
-                             f"{result.output[-300:]}"
-                continue
-            info.outcome = result.outcome
-            info.hidden_pass = result.outcome == "pass"
-            info.check_tests = dict(result.tests)
-            names = list(self.task.check.tests) or list(result.tests)
-            if names:
-                info.partial_credit = sum(result.tests.get(n) == "passed" for n in names) / len(names)
-            else:
-                info.partial_credit = 1.0 if info.hidden_pass else 0.0
-            return
-        info.outcome, info.error = "error", last_error
-
-    def carried_changes(self, agent_changes: dict[str, str | None], buggy_root: Path) -> dict[str, str | None]:
-        """The agent's changes that go into the check, mapped back to the original names;
-        the rest are recorded in `info.dropped_files` with the reason."""
-
-        kept: dict[str, str | None] = {}
-        allowed: str | None = None
-        for path, text in sorted(agent_changes.items()):
-            why = None
-            if path in self._after_setup and self._after_setup[path] == text:
-                continue
-            if not chg.safe_relpath(path):
-                self.info.dropped_files[path] = "a path outside the repository"
-                continue
-            target = buggy_root / path
-            if target.is_symlink() or not target.resolve().is_relative_to(buggy_root.resolve()):
-                # writing through a link of the repository could land anywhere
-                self.info.dropped_files[path] = "a symlink (or a path through one) in the repository"
-                continue
-            exists = target.is_file()
-            old = target.read_text(encoding="utf-8", errors="replace") if exists else ""
-            if text is not None:
-                text = self._map_back(path, text, old)
-                if exists and old == text:
-                    continue  # e.g. a file that renaming touched and the agent did not
-            if is_test_path(path):
-                why = "a test or test-configuration file"
-            elif text is None:
-                if not exists:
-                    continue
-            else:
-                if not exists:
-                    why = chg.bad_new_file(path) if not target.exists() else "not a regular file"
-                if why is None:
-                    if allowed is None:
-                        ref = reference(self.task) if self.task.fix else None
-                        allowed = ref.added_text() if ref else ""
-                    why = chg.suspicious(old, text, allowed)
-            if why:
-                self.info.dropped_files[path] = why
-                continue
-            kept[path] = text
-        return kept
-
-    def _run_check(self, agent_changes: dict[str, str | None], info: EpisodeInfo) -> tasks.CheckResult | None:
-        """The check's result on the agent's carried changes; None (and `info.policy_violations`)
-        when they break the change policy."""
-        with tempfile.TemporaryDirectory(prefix="fixrl-check-") as tmp:
-            ws = tasks.materialize(self.task, Path(tmp) / "repo", "buggy", cache=True)
-            info.dropped_files.clear()
-            carried = self.carried_changes(agent_changes, ws)
-            info.policy_violations = self._policy_violations(carried)
-            if info.policy_violations:
-                return None
-            guard = self._guard_spec(carried)
-            for path, text in carried.items():
-                target = ws / path
-                if text is None:
-                    target.unlink()
-                else:
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_text(text, encoding="utf-8")
-            # The same preparation, sandbox kind and runner as `tasks.check.validate` (tasks.check.judge).
-            return judge_tree(self.task, ws, self._open_check_sandbox, info.answer, guard=guard)
-
-    def _policy_violations(self, carried: dict[str, str | None]) -> list[str]:
-        """How the changes carried into the check break the task's change policy (changes made
-        by other means than `edit`: a shell, code run by `test`), as "rule: path:line: message"."""
-        ctx = tpol.for_task(self.task)
-        changes = {path: (ctx.original(path), text) for path, text in carried.items()}
-        return [str(v) for v in tpol.judge_changes(changes, self.task.policy, ctx.modules)]
-
-    def _guard_spec(self, carried: dict[str, str | None]) -> GuardSpec:
-        """The check's runtime guard allowances for the carried files: what each one's buggy
-        original or the reference fix of it does (tasks.check.guard)."""
-        ctx = tpol.for_task(self.task)
-        ref = reference(self.task) if self.task.fix else None
-        changes = {path: (ctx.original(path), ref.fixed.get(path) if ref else None)
-                   for path, text in carried.items() if text is not None}
-        return spec_for(changes, ctx.frame_readers)
+        changes = {path: text if text is None else self._in_original_names(path, text)
+                   for path, text in changed.items()
+                   if not (path in self._after_setup and self._after_setup[path] == text)}
+        info.record_score(score(self.task, Submission(changes, info.answer), self._open_check_sandbox,
+                                retries=self.config.check_retries))
 
     def _open_check_sandbox(self, ws: Path) -> ContextManager[Sandbox]:
         if self._check_sandbox is not None:
@@ -611,24 +443,6 @@ class ToolEnv:
 
         backend = self.config.check_backend or _backend_of(self.sb)
         return open_sandbox(ws, backend=backend, image=self.task.image)
-
-    def _judge_first_edit(self, info: EpisodeInfo) -> None:
-        if self._first_edit is None or self.task.kind != "fix" or not self.task.fix:
-            info.first_edit_right = None
-            return
-
-        path, before, after = self._first_edit
-        try:
-            ref = reference(self.task)
-        except Exception as e:  # the reference is bookkeeping; it must not cost the episode
-            log.warning("%s: reference fix unavailable: %s", self.task.id, e)
-            info.first_edit_right = None
-            return
-        if ref is None:
-            info.first_edit_right = None
-            return
-        info.first_edit_right = edit_matches_fix(ref, path, self._map_back(path, before, before),
-                                                 self._map_back(path, after, before))
 
 
 def _argument_error(name: str, e: ValidationError, tool: Tool) -> str:
@@ -646,6 +460,18 @@ def _argument_error(name: str, e: ValidationError, tool: Tool) -> str:
     req = set(tool.schema()["function"]["parameters"].get("required", []))
     sig = ", ".join(f"{k}{'' if k in req else '?'}: {v.get('type', 'any')}" for k, v in props.items())
     return f"bad arguments for `{name}`: {'; '.join(problems)}. Expected: {name}({sig})"
+
+
+def _describe(name: str, args: Any) -> str:
+    """One short line for info.actions: the tool and its key argument."""
+    path = getattr(args, "path", None)
+    start, end = getattr(args, "start", None), getattr(args, "end", None)
+    if isinstance(path, str) and (start or end):
+        return f"{name} {path}:{start or 1}-{end or ''}"
+    pattern = getattr(args, "pattern", None)
+    if isinstance(pattern, str):
+        return f"{name} {pattern[:40]!r}"
+    return f"{name} {path}" if isinstance(path, str) else name
 
 
 @contextlib.contextmanager

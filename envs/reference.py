@@ -1,75 +1,20 @@
-"""The reference fix as files (buggy and fixed text of each file the fix touches), turning a
-target text into exact-snippet edits, and judging whether an edit was the reference fix's.
+"""Turning a target text into exact-snippet edits, and judging whether an edit was the reference
+fix's (the reference fix itself, as files: tasks.format.reference).
 
-Used by the env (`first_edit_right`) and the scripted policies (the oracle's edits).
+Used by the env (`first_edit_right`) and the scripted plans (the oracle's edits).
 """
 from __future__ import annotations
 
 import ast
 import difflib
-import hashlib
+import logging
 import os
 import re
-import tempfile
-import threading
-from dataclasses import dataclass
-from pathlib import Path
 
-from fixrl import tasks
-from fixrl.envs.changes import added_text
+from fixrl.tasks.format.reference import Reference, reference
 from fixrl.tasks.format.schema import Task
 
-
-@dataclass(frozen=True)
-class Reference:
-    buggy: dict[str, str]
-    """Original (un-renamed) text of each file the fix changes, in the buggy state."""
-    fixed: dict[str, str | None]
-    """The same files after the fix (None: the fix deletes it; a file the fix creates has no
-    `buggy` entry)."""
-
-    def added_text(self) -> str:
-        """Every line the fix adds, joined (constructs a legitimate fix uses)."""
-
-        return "\n".join(added_text(self.buggy.get(p, ""), t or "") for p, t in self.fixed.items())
-
-
-_CACHE: dict[tuple[str, str, str], Reference | None] = {}
-_LOCK = threading.Lock()
-
-
-def _read_tree(root: Path) -> dict[str, bytes]:
-    out = {}
-    for p in root.rglob("*"):
-        if p.is_file() and not p.is_symlink() and ".git" not in p.relative_to(root).parts:
-            out[p.relative_to(root).as_posix()] = p.read_bytes()
-    return out
-
-
-def reference(task: Task) -> Reference | None:
-    """The reference fix of `task` as files; None for tasks without a fix. Cached per task."""
-    if not task.fix:
-        return None
-    key = (str(task.suite_dir or task.source_file or ""), task.id,
-           hashlib.sha256(repr((task.repo, task.bug, sorted(task.bug_files.items()), task.fix)).encode()).hexdigest())
-    with _LOCK:
-        if key in _CACHE:
-            return _CACHE[key]
-
-    with tempfile.TemporaryDirectory(prefix="fixrl-ref-") as tmp:
-        b = _read_tree(tasks.materialize(task, Path(tmp) / "buggy", "buggy"))
-        f = _read_tree(tasks.materialize(task, Path(tmp) / "fixed", "fixed"))
-    buggy, fixed = {}, {}
-    for path in sorted(set(b) | set(f)):
-        if b.get(path) == f.get(path):
-            continue
-        if path in b:
-            buggy[path] = b[path].decode("utf-8", "replace")
-        fixed[path] = f[path].decode("utf-8", "replace") if path in f else None
-    ref = Reference(buggy, fixed)
-    with _LOCK:
-        _CACHE[key] = ref
-    return ref
+log = logging.getLogger(__name__)
 
 
 def next_edit(current: str, target: str, edits_left: int | None = None) -> tuple[str, str] | None:
@@ -218,3 +163,19 @@ def edit_matches_fix(ref: Reference, path: str, before: str, after: str) -> bool
     if not hit:
         return False
     return all(n in ff and ast.dump(fa[n]) == ast.dump(ff[n]) for n in hit)
+
+
+def first_edit_right(task: Task, path: str, before: str, after: str) -> bool | None:
+    """Whether the episode's first applied edit (`path`: before -> after, original names) was
+    (part of) the reference fix; None for question tasks, tasks without a fix, or when the
+    reference cannot be built (bookkeeping: it must not cost the episode)."""
+    if task.kind != "fix" or not task.fix:
+        return None
+    try:
+        ref = reference(task)
+    except Exception as e:  # noqa: BLE001 - the reference is bookkeeping, never the episode's end
+        log.warning("%s: reference fix unavailable: %s", task.id, e)
+        return None
+    if ref is None:
+        return None
+    return edit_matches_fix(ref, path, before, after)

@@ -20,8 +20,9 @@ import random
 import re
 from typing import TYPE_CHECKING, Protocol
 
-from fixrl.envs.reference import next_edit, reference, shrink_edit
+from fixrl.envs.reference import next_edit, shrink_edit
 from fixrl.envs.types import ToolCall
+from fixrl.tasks.format.reference import reference
 from fixrl.tasks.generate.mutate import GUESSES, OPERATORS, repair
 
 if TYPE_CHECKING:  # pragma: no cover

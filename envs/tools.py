@@ -332,7 +332,7 @@ def _edit(env: ToolContext, args: EditArgs) -> str:
                         f"include more surrounding lines so that it matches exactly once")
     i = text.index(args.old)
     new_text = text[:i] + args.new + text[i + len(args.old):]
-    refusal = env.policy_refusal(rel, new_text)
+    refusal = env.rule_refusal(rel, new_text)
     if refusal is not None:
         return refusal
     try:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from fixrl.sandbox.base import Sandbox
+    from fixrl.tasks.check.reward import Score
     from fixrl.tasks.format.schema import Task
 
 ExitStatus = Literal["submitted", "out_of_turns", "out_of_tokens", "malformed", "error"]
@@ -49,9 +50,9 @@ class EpisodeInfo:
     refused_edits: int = 0
     failed_edits: int = 0
     """Edits whose `old` text was not found or was ambiguous (the file unchanged)."""
-    policy_refusals: int = 0
-    """Edits refused because their result broke the task's change policy (the file unchanged);
-    they always count against the edit budget."""
+    rule_refusals: int = 0
+    """Edits refused because their result broke the task's edit rules (the file unchanged);
+    they always count against the edit budget. Earlier versions stored it as `policy_refusals` (still read)."""
     malformed: int = 0
     turns: int = 0
     submitted: bool = False
@@ -73,9 +74,9 @@ class EpisodeInfo:
     """Seconds spent: 'tools', 'check'."""
     dropped_files: dict[str, str] = field(default_factory=dict)
     """Agent-changed files not carried into the hidden check -> why (test files, new files that
-    could shadow modules, changes that reach for the test runner; see envs.changes)."""
-    policy_violations: list[str] = field(default_factory=list)
-    """Why the submitted changes broke the task's change policy ("rule: path:line: message",
+    could shadow modules, changes that reach for the test runner; see tasks.check.carry)."""
+    rule_violations: list[str] = field(default_factory=list)
+    """Why the submitted changes broke the task's edit rules ("rule: path:line: message",
     tasks.check.rules); non-empty means the episode failed without running the check."""
     sample: int | None = None
     """Which of a task's n episodes this is (0..n-1); set by the agent loop."""
@@ -87,6 +88,33 @@ class EpisodeInfo:
     extra: dict[str, Any] = field(default_factory=dict)
     """Keys of a stored record that are not fields here (a recipe's own bookkeeping, a newer
     version's fields): kept so that loading and saving a file changes nothing."""
+
+    # ---- the writers of the verdict and the loop's fields: every other field is the env's count
+
+    def record_score(self, score: Score) -> None:
+        """The reward's verdict on the submitted changes (tasks.check.reward.Score)."""
+        self.outcome = score.outcome
+        self.hidden_pass = score.hidden_pass
+        self.partial_credit = score.partial_credit
+        self.dropped_files = dict(score.dropped)
+        self.rule_violations = score.broken_rules
+        if score.check is not None and score.outcome != "error":
+            self.check_tests = dict(score.check.tests)
+        if score.outcome == "error":
+            self.error = score.reason
+
+    def record_error(self, error: str) -> None:
+        """The episode could not be scored: outcome `error` (left out of training and pass@k)."""
+        self.outcome, self.error = "error", error
+
+    def aborted(self, error: str) -> EpisodeInfo:
+        """A copy ended by a failure outside the episode (its sandbox or worker lost)."""
+        return dataclasses.replace(self, outcome="error", exit_status="error", error=error, hidden_pass=None)
+
+    def record_sample(self, task_id: str, sample: int, seed: int, cut_turns: list[int]) -> None:
+        """Which episode of the run this is (the agent loop's fields)."""
+        self.task_id = self.task_id or task_id
+        self.sample, self.seed, self.cut_turns = sample, seed, list(cut_turns)
 
     @property
     def reward(self) -> float:
@@ -104,12 +132,26 @@ class EpisodeInfo:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> EpisodeInfo:
-        """Inverse of `to_dict`; unknown keys go to `extra`, missing ones take their defaults."""
+        """Inverse of `to_dict`; unknown keys go to `extra`, missing ones take their defaults.
+        Records written before the edit rules were renamed have their old keys read."""
+        d = _renamed_keys(d)
         names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         known = {k: v for k, v in d.items() if k in names}
         known.setdefault("task_id", "")
         extra = {**dict(d.get("extra") or {}), **{k: v for k, v in d.items() if k not in names and k != "extra"}}
         return cls(**known, extra=extra)
+
+
+_RENAMED = {"policy_refusals": "rule_refusals", "policy_violations": "rule_violations"}
+"""Keys of records written before the edit rules had their name -> the fields now."""
+
+
+def _renamed_keys(d: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in d.items():
+        new = _RENAMED.get(k)
+        out[new if new and new not in d else k] = v
+    return out
 
 
 class ToolContext(Protocol):
@@ -133,8 +175,8 @@ class ToolContext(Protocol):
     def edit_allowed(self) -> bool:
         """Whether the edit budget has room for one more edit."""
 
-    def policy_refusal(self, path: str, after: str | None) -> str | None:
-        """None when changing `path` to `after` complies with the task's change policy; else the
+    def rule_refusal(self, path: str, after: str | None) -> str | None:
+        """None when changing `path` to `after` complies with the task's edit rules; else the
         refusal to show (counted against the edit budget)."""
 
     def note_edit(self, path: str, after: str, before: str) -> None:

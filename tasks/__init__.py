@@ -9,8 +9,8 @@ from fixrl.tasks.check.run import CheckResult, run_check
 from fixrl.tasks.check.validate import ValidationResult, validate_suite, validate_task
 from fixrl.tasks.format.loader import TaskError, load_suite, load_task
 from fixrl.tasks.format.materialize import is_test_path, materialize, run_setup
-from fixrl.tasks.format.schema import ChangePolicy, Check, GitRepo, Limits, Suite, Task
+from fixrl.tasks.format.schema import Check, EditRules, GitRepo, Limits, Suite, Task
 
-__all__ = ["Task", "Suite", "Check", "GitRepo", "Limits", "ChangePolicy", "TaskError", "load_suite", "load_task",
+__all__ = ["Task", "Suite", "Check", "GitRepo", "Limits", "EditRules", "TaskError", "load_suite", "load_task",
            "materialize", "run_setup", "is_test_path", "run_check", "CheckResult", "validate_suite",
            "validate_task", "ValidationResult"]

@@ -261,7 +261,7 @@ def run_episodes(policy: Policy, tasks: Sequence[Task], n: int, *, env: EnvSide,
     def done(ep: _Episode, reward: float, info: EpisodeInfo) -> None:
         if ep.traj is None:
             ep.traj = Trajectory(task_id=ep.task.id, group=ep.group)
-        info.sample, info.seed, info.cut_turns = ep.sample, ep.seed, list(ep.cut_turns)
+        info.record_sample(ep.task.id, ep.sample, ep.seed, ep.cut_turns)
         ep.traj.info, ep.traj.reward = info, float(reward)
         ep.phase = "done"
         results[ep.index] = ep.traj
@@ -270,9 +270,7 @@ def run_episodes(policy: Policy, tasks: Sequence[Task], n: int, *, env: EnvSide,
             progress(ep.traj)
 
     def fail(ep: _Episode, e: BaseException, when: str) -> None:
-        info = env.abort(ep.index, f"sandbox failed during {when}: {e}")
-        info.task_id = info.task_id or ep.task.id
-        done(ep, 0.0, info)
+        done(ep, 0.0, env.abort(ep.index, f"sandbox failed during {when}: {e}"))
 
     try:
         while pending or active:

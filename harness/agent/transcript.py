@@ -87,8 +87,8 @@ def print_transcript(traj: Trajectory, console: Any = None, max_lines: int = 30,
     info = traj.info
     if info.error:
         console.print(f"[yellow]error:[/yellow] {escape(str(info.error))}")
-    for violation in info.policy_violations:  # a fail: the submitted changes broke the change policy
-        console.print(f"[red]policy:[/red] {escape(str(violation))}")
+    for violation in info.rule_violations:  # a fail: the submitted changes broke the edit rules
+        console.print(f"[red]rules:[/red] {escape(str(violation))}")
     actions = info.actions
     if actions:
         console.print(f"[dim]actions: {escape(' | '.join(map(str, actions)))}[/dim]")

@@ -10,7 +10,7 @@ made of, so a file that already spawns processes may keep doing so, and code tha
 the name at run time (`getattr(sys, "_get" + "frame")`) is caught by the guard because its
 text names nothing.
 
-It is deliberately small and separate from the static change policy: that one refuses
+It is deliberately small and separate from the static edit rules (tasks.check.rules): those refuse
 changes before anything runs; this one only says which runtime events a changed file's
 history makes ordinary. What it does not do: judge whether a change is acceptable.
 """

@@ -1,12 +1,12 @@
-"""The change policy: what the agent may change, judged on the AST before anything runs.
+"""The edit rules: what the agent may change, judged on the AST before anything runs.
 
-`judge_change(path, original, new, policy, repo_modules)` compares the AST of a changed file with
+`judge_change(path, original, new, rules, repo_modules)` compares the AST of a changed file with
 the AST of its original (None: a new file) and returns the `Violation`s of the task's
-`ChangePolicy` (tasks.format.schema). Whatever the original file already does is allowed: a file that
+`EditRules` (tasks.format.schema). Whatever the original file already does is allowed: a file that
 spawns processes may keep doing so, a class module that defines `__eq__` may gain another one.
 The rules (a task or suite may `relax` any of them in its own file):
 
-- files: only files matching `policy.files` (default every Python file), never a test file; a
+- files: only files matching `rules.files` (default every Python file), never a test file; a
   new file only as a plain module that shadows no installed one (`new_file_problem`).
 - imports: no module that neither the file nor the repository's non-test sources imported
   (`repo_modules`), and none of INTERPRETER_MODULES (sys, inspect, ctypes, gc, os, ...) unless
@@ -46,7 +46,7 @@ from typing import Iterable, Iterator
 from fixrl.tasks.check.guard import frame_readers
 from fixrl.tasks.format.loader import field_text, repo_path
 from fixrl.tasks.format.materialize import apply_patch, cached_tree, changed_paths, is_test_path, materialize
-from fixrl.tasks.format.schema import POLICY_RULES, ChangePolicy, GitRepo, Task
+from fixrl.tasks.format.schema import RULE_NAMES, EditRules, GitRepo, Task
 
 # Modules that reach the interpreter, the process or the filesystem: a changed file may import
 # one only if its original did (the repository importing one elsewhere is not enough).
@@ -112,10 +112,10 @@ _PROCESS_CALLS = re.compile(
 
 @dataclass(frozen=True)
 class Violation:
-    """One way a changed file breaks the change policy."""
+    """One way a changed file breaks the edit rules."""
 
     rule: str
-    """The rule broken (schema.POLICY_RULES)."""
+    """The rule broken (schema.RULE_NAMES)."""
     path: str
     """The changed file, relative to the repository root."""
     line: int
@@ -191,15 +191,15 @@ def _glob_regex(glob: str) -> re.Pattern[str]:
     return re.compile(out + r"\Z")
 
 
-def path_allowed(path: str, policy: ChangePolicy) -> bool:
-    """Whether `policy.files` lets the agent change `path` (test files never)."""
-    return not is_test_path(path) and any(_glob_regex(g).match(path) for g in policy.files)
+def path_allowed(path: str, rules: EditRules) -> bool:
+    """Whether `rules.files` lets the agent change `path` (test files never)."""
+    return not is_test_path(path) and any(_glob_regex(g).match(path) for g in rules.files)
 
 
-def _file_findings(path: str, original: str | None, policy: ChangePolicy) -> list[Violation]:
-    if not path_allowed(path, policy):
+def _file_findings(path: str, original: str | None, rules: EditRules) -> list[Violation]:
+    if not path_allowed(path, rules):
         why = "a test or test-configuration file" if is_test_path(path) else \
-            f"not among the files this task lets you change ({', '.join(policy.files)})"
+            f"not among the files this task lets you change ({', '.join(rules.files)})"
         return [Violation("files", path, 0, f"{path} is {why}; change the task's source files only")]
     if original is None and (why := new_file_problem(path)):
         return [Violation("files", path, 0, f"{why}; add code to an existing module or a new plain module")]
@@ -485,20 +485,20 @@ def _allowances(tree: ast.Module | None) -> set[tuple[str, str]]:
 
 # ---------------------------------------------------------------- judging
 
-def judge_change(path: str, original: str | None, new: str | None, policy: ChangePolicy,
+def judge_change(path: str, original: str | None, new: str | None, rules: EditRules,
                  repo_modules: Iterable[str] = ()) -> list[Violation]:
     """The ways changing `path` from `original` (None: a new file) to `new` (None: deleted)
-    breaks `policy`, leaving out the rules it relaxes. `repo_modules`: top-level modules the
+    breaks `rules`, leaving out the ones it relaxes. `repo_modules`: top-level modules the
     repository's original non-test sources import (`repo_modules`), which any file may import
     unless they reach the interpreter. A file that does not parse is not judged (it cannot run)."""
-    out = _file_findings(path, original, policy)
+    out = _file_findings(path, original, rules)
     if new is not None and path.endswith(".py"):
-        out += _code_violations(path, original, new, policy, frozenset(repo_modules))
-    relaxed = set(policy.relax)
+        out += _code_violations(path, original, new, rules, frozenset(repo_modules))
+    relaxed = set(rules.relax)
     return [v for v in out if v.rule not in relaxed]
 
 
-def _code_violations(path: str, original: str | None, new: str, policy: ChangePolicy,
+def _code_violations(path: str, original: str | None, new: str, rules: EditRules,
                      repo_modules: frozenset[str]) -> list[Violation]:
     tree = _parse(new)
     if tree is None:
@@ -513,7 +513,7 @@ def _code_violations(path: str, original: str | None, new: str, policy: ChangePo
         if (f.rule, f.key) in allowed or (f.rule, f.key, f.line) in seen:
             continue
         if f.rule == "imports":
-            if f.key in policy.allow_imports or f.key in file_imports or f.key in ALWAYS_IMPORTABLE:
+            if f.key in rules.allow_imports or f.key in file_imports or f.key in ALWAYS_IMPORTABLE:
                 continue
             if f.key in repo_modules and f.key not in INTERPRETER_MODULES:
                 continue
@@ -525,11 +525,11 @@ def _code_violations(path: str, original: str | None, new: str, policy: ChangePo
     return sorted(out, key=lambda v: (v.line, v.rule))
 
 
-def judge_changes(changes: dict[str, tuple[str | None, str | None]], policy: ChangePolicy,
+def judge_changes(changes: dict[str, tuple[str | None, str | None]], rules: EditRules,
                   repo_modules: Iterable[str] = ()) -> list[Violation]:
     """`judge_change` over path -> (original, new) for several files."""
     mods = frozenset(repo_modules)
-    return [v for path, (old, new) in sorted(changes.items()) for v in judge_change(path, old, new, policy, mods)]
+    return [v for path, (old, new) in sorted(changes.items()) for v in judge_change(path, old, new, rules, mods)]
 
 
 def repo_modules(root: Path) -> frozenset[str]:
@@ -579,23 +579,25 @@ def tree_changes(before: Path, after: Path) -> dict[str, tuple[str | None, str |
 
 
 def relax_hint(violations: list[Violation]) -> str:
-    rules = sorted({v.rule for v in violations}, key=POLICY_RULES.index)
-    return f"(if the fix really needs it, relax it in the task file: `policy: {{relax: [{', '.join(rules)}]}}`)"
+    names = sorted({v.rule for v in violations}, key=RULE_NAMES.index)
+    return f"(if the fix really needs it, relax it in the task file: `rules: {{relax: [{', '.join(names)}]}}`)"
 
 
 # ---------------------------------------------------------------- per task
 
 @dataclass(frozen=True)
-class TaskPolicy:
-    """A task's policy with what judging needs, made once per task: the buggy tree (the
+class TaskRules:
+    """A task's edit rules with what judging needs, made once per task: the buggy tree (the
     originals) and the modules its non-test sources import."""
 
-    policy: ChangePolicy
+    rules: EditRules
     root: Path
     """The task's buggy repository (un-renamed), cached for the process (tasks.format.materialize)."""
     modules: frozenset[str]
 
     def original(self, path: str) -> str | None:
+        if not safe_path(path):  # never read outside the tree
+            return None
         p = self.root / path
         if not p.is_file() or p.is_symlink():
             return None
@@ -603,7 +605,7 @@ class TaskPolicy:
 
     def judge(self, path: str, new: str | None) -> list[Violation]:
         """Violations of changing `path` (original names) from its buggy text to `new`."""
-        return judge_change(path, self.original(path), new, self.policy, self.modules)
+        return judge_change(path, self.original(path), new, self.rules, self.modules)
 
     @functools.cached_property
     def frame_readers(self) -> dict[str, frozenset[str]]:
@@ -612,12 +614,12 @@ class TaskPolicy:
         return frame_readers(self.root)
 
 
-_TASKS: dict[int, TaskPolicy] = {}
+_TASKS: dict[int, TaskRules] = {}
 _TASKS_LOCK = threading.Lock()
 
 
-def for_task(task: Task) -> TaskPolicy:
-    """The TaskPolicy of `task` (made once per Task object and process)."""
+def for_task(task: Task) -> TaskRules:
+    """The TaskRules of `task` (made once per Task object and process)."""
     with _TASKS_LOCK:
         hit = _TASKS.get(id(task))
     if hit is not None:
@@ -627,7 +629,7 @@ def for_task(task: Task) -> TaskPolicy:
     # A plain repository directory is shared by a suite's tasks: its modules are read once.
     modules = _dir_modules(clean.resolve()) if not isinstance(task.repo, GitRepo) and clean.is_dir() \
         else repo_modules(root)
-    made = TaskPolicy(task.policy, root, modules)
+    made = TaskRules(task.rules, root, modules)
     with _TASKS_LOCK:
         if id(task) not in _TASKS:
             _TASKS[id(task)] = made
@@ -636,14 +638,14 @@ def for_task(task: Task) -> TaskPolicy:
 
 
 def reference_violations(task: Task) -> list[Violation]:
-    """How the task's reference fix (on the buggy tree) breaks its policy, rules it relaxes
+    """How the task's reference fix (on the buggy tree) breaks its edit rules, those it relaxes
     left out; [] for tasks without a fix. No sandbox: the fix patch is applied on the host, to
     a copy of the files it touches."""
     if task.kind != "fix" or not task.fix:
         return []
     ctx = for_task(task)
     fix = field_text(task, task.fix)
-    with tempfile.TemporaryDirectory(prefix="fixrl-policy-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="fixrl-rules-") as tmp:
         before, after = Path(tmp) / "before", Path(tmp) / "after"
         for rel in changed_paths(fix):
             src = ctx.root / rel
@@ -659,7 +661,7 @@ def reference_violations(task: Task) -> list[Violation]:
         except ValueError:  # a patch that needs more of the tree (a rename, a mode change): all of it
             fixed = materialize(task, Path(tmp) / "fixed", "fixed")
             changes = tree_changes(ctx.root, fixed)
-    return judge_changes(changes, task.policy, ctx.modules)
+    return judge_changes(changes, task.rules, ctx.modules)
 
 
 def safe_path(rel: str) -> bool:

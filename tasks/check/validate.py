@@ -4,23 +4,24 @@
 - the bug applies (and the fix applies on top of it);
 - the public test command runs on the buggy state (not a timeout, not "no tests collected",
   not a usage error or a missing command);
-- fix tasks: the reference fix passes the task's change policy (tasks.check.rules, judged on the
+- fix tasks: the reference fix passes the task's edit rules (tasks.check.rules, judged on the
   host before anything runs; rules the task or suite relaxes are not applied);
 - fix tasks: the check FAILS on the buggy state and PASSES on the fixed state;
   question tasks: the check PASSES with the reference answer and FAILS with a wrong (empty) one;
 - each state is judged `repeats` times: the same verdict every time, else the task is flagged
   flaky. A check that times out makes the task invalid.
 
-The public tests run in a sandbox of the agent's kind (`pool.acquire`); every check runs through
-`tasks.check.judge.judge_tree` in the pool's check sandboxes (`pool.check_sandbox`: reused forking
-sandboxes on the local backend, a new container on Docker), exactly as rollouts judge an
-episode, so that a valid task is one whose reference fix passes in training.
+The public tests run in a sandbox of the agent's kind (`pool.acquire`); every state is judged by
+the reward itself (`tasks.check.reward.score`: the buggy state as an empty submission, the
+reference fix as the submission of its changes) in the pool's check sandboxes
+(`pool.check_sandbox`: reused forking sandboxes on the local backend, a new container on
+Docker), exactly as rollouts judge an episode, so that a valid task is one whose reference fix
+passes in training.
 """
 from __future__ import annotations
 
 import functools
 import re
-import shutil
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -30,10 +31,8 @@ from typing import TYPE_CHECKING, Callable
 
 from fixrl.sandbox.base import SandboxError
 from fixrl.sandbox.pool import SandboxPool
-from fixrl.tasks.check.guard import GuardSpec, spec_between
-from fixrl.tasks.check.judge import judge_tree
+from fixrl.tasks.check.reward import Score, Submission, score
 from fixrl.tasks.check.rules import judge_changes, relax_hint, repo_modules, tree_changes
-from fixrl.tasks.check.run import CheckResult
 from fixrl.tasks.check.validate_cache import ValidationCache
 from fixrl.tasks.format.loader import TaskError, field_text, load_suite_lenient
 from fixrl.tasks.format.materialize import changed_paths, is_test_path, materialize, run_setup
@@ -72,10 +71,10 @@ class ValidationResult:
 class _Run:
     label: str
     workspace: Path
-    answer: str | None
+    """The state's tree (for the public tests)."""
+    submission: Submission
+    """The state as the reward sees it: the changes from the buggy state, the answer."""
     expect: str
-    guard: GuardSpec | None = None
-    """The files this state changes from the buggy one (the runtime guard's allowances)."""
 
 
 def _public_tests(task: Task, sb) -> str | None:
@@ -105,30 +104,28 @@ def _public_problems(task: Task, pool: SandboxPool, tree: Path) -> list[str]:
         return [problem] if problem else []
 
 
-def _judge(task: Task, pool: SandboxPool, run: _Run, repeats: int) -> tuple[list[CheckResult], list[str]]:
-    """Judge one state `repeats` times in the check sandboxes rollouts use (`tasks.check.judge`):
-    (results, problems). Raises SandboxError."""
+def _judge(task: Task, pool: SandboxPool, run: _Run, repeats: int) -> tuple[list[Score], list[str]]:
+    """Judge one state `repeats` times by the reward, in the check sandboxes rollouts use:
+    (scores, problems). Raises SandboxError (the retry is `_judge_retrying`'s)."""
 
-    results: list[CheckResult] = []
+    results: list[Score] = []
     open_check = functools.partial(pool.check_sandbox, image=task.image)
-    tree = run.workspace.with_name(run.workspace.name + "-check")  # judge_tree clears check paths in it
-    if not tree.exists():
-        shutil.copytree(run.workspace, tree, symlinks=True)
     for _ in range(repeats):
-        try:
-            res = judge_tree(task, tree, open_check, run.answer, guard=run.guard)
-        except TaskError as e:
-            return results, [str(e)]
-        if res.outcome == "error":
-            raise SandboxError(res.reason)
-        results.append(res)
-        if res.timed_out:
+        got = score(task, run.submission, open_check, retries=0)
+        if got.error_kind == "task":
+            return results, [got.reason]
+        if got.error_kind == "crash":
+            raise RuntimeError(got.reason)
+        if got.outcome == "error":
+            raise SandboxError(got.check.reason if got.check is not None else got.reason)
+        results.append(got)
+        if got.check is not None and got.check.timed_out:
             break  # K timeouts in a row would only cost K times the time
     return results, []
 
 
 def _judge_retrying(task: Task, pool: SandboxPool, run: _Run, repeats: int, public: bool,
-                    reasons: list[str]) -> list[CheckResult]:
+                    reasons: list[str]) -> list[Score]:
     """`_judge` (after the public tests, for the first state), once more if the sandbox itself failed."""
 
     last: Exception | None = None
@@ -160,20 +157,23 @@ def validate_task(task: Task, pool: SandboxPool, repeats: int = 3) -> Validation
             return out
         out.reasons += _location_problems(task, buggy)
         if fixed is not None:
-            out.reasons += _policy_problems(task, buggy, fixed)
+            out.reasons += _rule_problems(task, buggy, fixed)
         out.warnings += _visible_check_files(task, buggy)
         if task.kind == "fix":
-            runs = [_Run("buggy state", buggy, None, "fail"),
-                    _Run("reference fix", fixed, None, "pass", spec_between(buggy, fixed))]
+            fix = Submission({path: new for path, (_, new) in tree_changes(buggy, fixed).items()})
+            runs = [_Run("buggy state", buggy, Submission(), "fail"),
+                    _Run("reference fix", fixed, fix, "pass")]
         else:
-            runs = [_Run("reference answer", buggy, task.answer or "", "pass"),
-                    _Run("wrong (empty) answer", buggy, "", "fail")]
+            runs = [_Run("reference answer", buggy, Submission(answer=task.answer or ""), "pass"),
+                    _Run("wrong (empty) answer", buggy, Submission(answer=""), "fail")]
         for n, run in enumerate(runs):
             results = _judge_retrying(task, pool, run, repeats, public=(n == 0), reasons=out.reasons)
             out.verdicts[run.label] = [r.outcome for r in results]
             if not results:
                 continue
-            timed = [r for r in results if r.timed_out]
+            if any(r.violations for r in results):
+                continue  # a fail without a check: `_rule_problems` has said why
+            timed = [r for r in results if r.check is not None and r.check.timed_out]
             if timed:
                 out.reasons.append(f"check timed out after {task.check.timeout:g}s on the {run.label}")
                 continue
@@ -258,19 +258,19 @@ def _location_problems(task: Task, buggy: Path) -> list[str]:
     return []
 
 
-def _policy_problems(task: Task, buggy: Path, fixed: Path) -> list[str]:
-    """The reference fix must pass the task's change policy (rules the task relaxes aside),
+def _rule_problems(task: Task, buggy: Path, fixed: Path) -> list[str]:
+    """The reference fix must pass the task's edit rules (rules the task relaxes aside),
     or a trained agent is refused the very change that fixes the bug."""
-    violations = judge_changes(tree_changes(buggy, fixed), task.policy, repo_modules(buggy))
+    violations = judge_changes(tree_changes(buggy, fixed), task.rules, repo_modules(buggy))
     if not violations:
         return []
     listed = "; ".join(str(v) for v in violations[:5])
     if len(violations) > 5:
         listed += f" (and {len(violations) - 5} more)"
-    return [f"the reference fix breaks the change policy: {listed} {relax_hint(violations)}"]
+    return [f"the reference fix breaks the edit rules: {listed} {relax_hint(violations)}"]
 
 
-def _wrong_verdict(task: Task, run: _Run, got: CheckResult) -> str:
+def _wrong_verdict(task: Task, run: _Run, got: Score) -> str:
     if run.expect == "fail":
         if task.kind == "fix":
             return "check passes on the buggy state: it does not detect the bug"

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from fixrl.tasks.format.schema import ChangePolicy, Check, GitRepo, Limits, Suite, SuiteConfig, Task
+from fixrl.tasks.format.schema import Check, EditRules, GitRepo, Limits, Suite, SuiteConfig, Task, rules_key_renamed
 
 
 class TaskError(ValueError):
@@ -66,8 +66,8 @@ def read_yaml(file: Path) -> Any:
 
 # ---------------------------------------------------------------- pydantic errors -> text
 
-_MODELS: dict[str, type[BaseModel]] = {"check": Check, "limits": Limits, "repo": GitRepo, "policy": ChangePolicy}
-_UNION_TAGS = {"str", "int", "float", "bool", "none", "GitRepo", "Check", "Limits", "ChangePolicy"}
+_MODELS: dict[str, type[BaseModel]] = {"check": Check, "limits": Limits, "repo": GitRepo, "rules": EditRules}
+_UNION_TAGS = {"str", "int", "float", "bool", "none", "GitRepo", "Check", "Limits", "EditRules"}
 
 
 def _clean_loc(loc: tuple) -> list[str | int]:
@@ -238,12 +238,12 @@ def find_suite_dir(file: Path) -> Path:
 
 
 def task_defaults(config: SuiteConfig) -> dict:
-    """The task fields a suite fills in: its `defaults`, with its `policy` under the task's
-    own `policy` key (a task file's `policy` then overrides it field by field)."""
-    if config.policy is None:
+    """The task fields a suite fills in: its `defaults`, with its `rules` under the task's own
+    `rules` key (a task file's `rules` then override them field by field)."""
+    if config.rules is None:
         return dict(config.defaults)
-    policy = config.policy.model_dump(exclude_unset=True)
-    return _merge(config.defaults, {"policy": _merge(config.defaults.get("policy") or {}, policy)})
+    rules = config.rules.model_dump(exclude_unset=True)
+    return _merge(config.defaults, {"rules": _merge(config.defaults.get("rules") or {}, rules)})
 
 
 def _build_task(data: Any, file: Path, label: str, defaults: dict, suite_dir: Path) -> Task:
@@ -252,6 +252,11 @@ def _build_task(data: Any, file: Path, label: str, defaults: dict, suite_dir: Pa
                         f"got {type(data).__name__}")
     if isinstance(data.get("id"), int):
         data = {**data, "id": str(data["id"])}
+    try:
+        # before merging: a task file's old `policy` key must override the suite's `rules`
+        data = rules_key_renamed(data)
+    except ValueError as e:
+        raise TaskError(f"{label}: {e}") from None
     try:
         task = Task.model_validate(_merge(defaults, data))
     except ValidationError as e:
@@ -295,7 +300,7 @@ def load_suite_config(path: Path) -> SuiteConfig:
     if data is None:
         return SuiteConfig()
     if not isinstance(data, dict):
-        raise TaskError(f"{file}: must be a mapping (name, defaults, policy, tools, rename_pool, family_edits)")
+        raise TaskError(f"{file}: must be a mapping (name, defaults, rules, tools, rename_pool, family_edits)")
     try:
         config = SuiteConfig.model_validate(data)
     except ValidationError as e:

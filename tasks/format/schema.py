@@ -6,7 +6,7 @@ message that names the file and the field. Paths are relative to the suite direc
 A suite directory looks like this:
 
     my-suite/
-      suite.yaml            # optional: name, defaults (any task field), policy, tools, rename_pool, family_edits
+      suite.yaml            # optional: name, defaults (any task field), rules, tools, rename_pool, family_edits
       repo/                 # the clean repository (or a git repository + commit per task)
       tasks/**/*.yaml       # task files: one task (a mapping) or several (a list) per file
       checks/<id>/...       # files the tasks refer to by path (hidden tests, patches)
@@ -24,7 +24,7 @@ A task file:
       tests: [tests/test_hidden.py::test_add, tests/test_hidden.py::test_mul]
     tags: [family:wrong_arith]
     split: train
-    policy: {relax: [imports]}      # the change policy (docs/change-policy.md); suite.yaml may set it too
+    rules: {relax: [imports]}       # the edit rules (docs/edit-rules.md); suite.yaml may set them too
 
 Without a `tasks/` folder the suite root's own `*.yaml` files (not `suite.yaml`) are the task
 files. Fields that hold text (`bug`, `fix`, `bug_files` values, `check.files` values) take
@@ -125,11 +125,24 @@ class Limits(_Strict):
     """Seconds each `setup` command may run."""
 
 
-POLICY_RULES = ("files", "imports", "introspection", "computed-names", "exec", "comparison-dunders")
-"""The change policy's rules (tasks.check.rules says what each refuses)."""
+RULE_NAMES = ("files", "imports", "introspection", "computed-names", "exec", "comparison-dunders")
+"""The edit rules by name (tasks.check.rules says what each refuses)."""
+
+OLD_RULES_KEY = "policy"
+"""The key task files and suite.yaml used for `rules` before it was renamed; still read."""
 
 
-class ChangePolicy(_Strict):
+def rules_key_renamed(data: Any) -> Any:
+    """`data` (a task's or suite.yaml's mapping) with the old key `policy` read as `rules`.
+    Both at once is an error: which one was meant cannot be guessed."""
+    if not isinstance(data, dict) or OLD_RULES_KEY not in data:
+        return data
+    if "rules" in data:
+        raise ValueError(f"give `rules` only (`{OLD_RULES_KEY}` is its old name), not both")
+    return {("rules" if k == OLD_RULES_KEY else k): v for k, v in data.items()}
+
+
+class EditRules(_Strict):
     """What the agent may change and what the changed code may contain, judged on the AST of each
     changed file against the original file before anything runs (`tasks.check.rules`). An `edit` that
     breaks it is refused; a submitted state that breaks it is a fail; `fixrl tasks validate`
@@ -149,9 +162,9 @@ class ChangePolicy(_Strict):
     @field_validator("relax")
     @classmethod
     def _known_rules(cls, v: list[str]) -> list[str]:
-        unknown = [r for r in v if r not in POLICY_RULES]
+        unknown = [r for r in v if r not in RULE_NAMES]
         if unknown:
-            raise ValueError(f"unknown rule(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(POLICY_RULES)}")
+            raise ValueError(f"unknown rule(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(RULE_NAMES)}")
         return v
 
     @field_validator("files")
@@ -198,9 +211,9 @@ class Task(_Strict):
     tags: list[str] = Field(default_factory=list)
     """Free labels; a tag `family:NAME` names the bug family (the generator's mutation operator)."""
     limits: Limits = Field(default_factory=Limits)
-    policy: ChangePolicy = Field(default_factory=ChangePolicy)
-    """The change policy (files the agent may change, what the changed code may contain); the
-    suite's `policy` fills what the task file does not set."""
+    rules: EditRules = Field(default_factory=EditRules)
+    """The edit rules (files the agent may change, what the changed code may contain); the
+    suite's `rules` fill what the task file does not set. The old key `policy` is still read."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything carried along untouched (e.g. a SWE-bench instance's extra fields, generator
     provenance). Never shown to the agent."""
@@ -208,6 +221,11 @@ class Task(_Strict):
     # Set by the loader, not by users.
     suite_dir: Path | None = Field(default=None, exclude=True)
     source_file: Path | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_rules_key(cls, data: Any) -> Any:
+        return rules_key_renamed(data)
 
     @field_validator("id")
     @classmethod
@@ -272,14 +290,22 @@ class SuiteConfig(_Strict):
     """The tools the agent gets on this suite's tasks."""
     rename_pool: list[str] = Field(default_factory=list)
     """Function names drawn from for per-episode renaming of the buggy function."""
-    policy: ChangePolicy | None = None
-    """The change policy of every task (any ChangePolicy field: files, relax, allow_imports);
-    a task's own `policy` overrides it field by field."""
+    rules: EditRules | None = None
+    """The edit rules of every task (any EditRules field: files, relax, allow_imports); a
+    task's own `rules` override them field by field. The old key `policy` is still read."""
     family_edits: dict[str, FamilyEdit] = Field(default_factory=dict)
     """Each bug family's usual repair as one exact-snippet edit, for suites whose bugs leave a
     fixed marker. Scripted plans type it: the oracle wherever it gives the reference fix (so every
     fix of a family is written alike and a model learns which family it read, not each function's
     snippet), the blind baseline always (right exactly when its guessed family is the bug's)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_rules_key(cls, data: Any) -> Any:
+        data = rules_key_renamed(data)
+        if isinstance(data, dict) and "defaults" in data:
+            data = {**data, "defaults": rules_key_renamed(data["defaults"])}
+        return data
 
 
 class Suite(BaseModel):

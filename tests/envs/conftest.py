@@ -14,8 +14,8 @@ def mini_suite(tmp_path_factory):
 
 @pytest.fixture
 def make_env(mini_suite):
-    """make_env(task_id, policy=None, **config) -> a ToolEnv over a fresh local sandbox (closed at
-    teardown); `policy`: ChangePolicy fields replacing the task's."""
+    """make_env(task_id, rules=None, **config) -> a ToolEnv over a fresh local sandbox (closed at
+    teardown); `rules`: EditRules fields replacing the task's."""
     import contextlib
 
     from fixrl.envs import EnvConfig, episode_env
@@ -23,12 +23,12 @@ def make_env(mini_suite):
     stack = contextlib.ExitStack()
 
     def make(task_id: str = "clamp-minmax", backend: str = "local", seed: int = 0,
-             check_sandbox=None, policy: dict | None = None, **config):
-        from fixrl.tasks.format.schema import ChangePolicy
+             check_sandbox=None, rules: dict | None = None, **config):
+        from fixrl.tasks.format.schema import EditRules
 
         task = mini_suite.get(task_id)
-        if policy is not None:  # the task with another change policy (a copy: the suite is shared)
-            task = task.model_copy(update={"policy": ChangePolicy(**policy)})
+        if rules is not None:  # the task with other edit rules (a copy: the suite is shared)
+            task = task.model_copy(update={"rules": EditRules(**rules)})
         return stack.enter_context(episode_env(task, EnvConfig(**config), mini_suite, backend=backend,
                                                seed=seed, check_sandbox=check_sandbox))
 

@@ -205,7 +205,7 @@ def runner_outcome(task, files: dict[str, str | None], backend: str = "local", m
 
 
 def buggy_core(task) -> str:
-    from fixrl.envs.reference import reference
+    from fixrl.tasks.format.reference import reference
 
     return reference(task).buggy["pkg/core.py"]
 

@@ -1,7 +1,7 @@
 """Attacks through the agent's own tools only (one `edit`, then `test`, then `submit`) on an
 unfixed task, written to pass the env's text filter (names built from string pieces, builtins
-reached through `getattr.__self__`). The change policy refuses each edit before it is written
-(the rule named); on a task that relaxes every rule of its policy, what is left to stop them is
+reached through `getattr.__self__`). The edit rules refuse each edit before it is written
+(the rule named); on a task that relaxes every one of its edit rules, what is left to stop them is
 the check's runtime guard and its supervisor. Reward 0 each time, on a fresh local check
 sandbox, on the rollouts' forking check sandbox, and on Docker."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from fixrl.envs import ToolCall
 from fixrl.sandbox import SandboxPool
-from fixrl.tasks.format.schema import POLICY_RULES
+from fixrl.tasks.format.schema import RULE_NAMES
 
 BUGGY_LINE = "    return max(lo, max(x, hi))\n"
 # builtins without naming them: getattr is a builtin function, its __self__ the module
@@ -66,7 +66,7 @@ def forking_pool():
         yield pool
 
 
-# The rule each payload breaks first (the policy may name more).
+# The rule each payload breaks first (the edit rules may name more).
 REFUSED_BY = {
     "caller_source_through_a_frame": "computed-names",
     "hidden_test_through_linecache": "computed-names",
@@ -77,35 +77,35 @@ REFUSED_BY = {
 
 
 @pytest.mark.parametrize("name", sorted(PAYLOADS))
-def test_the_change_policy_refuses_each_attack_at_the_edit(make_env, name):
+def test_the_edit_rules_refuse_each_attack_at_the_edit(make_env, name):
     env = make_env(max_edits=1)
     env.reset()
     obs = env.step(ToolCall("edit", {"path": "pkg/core.py", "old": BUGGY_LINE, "new": PAYLOADS[name]})).observation
     assert obs.startswith("Edit refused by the task's change policy: pkg/core.py is unchanged."), obs
     assert f"- {REFUSED_BY[name]}: line " in obs, obs
     assert BUGGY_LINE in env.sb.read_file("pkg/core.py")
-    assert env.info.policy_refusals == 1 and env.edits_left == 0
+    assert env.info.rule_refusals == 1 and env.edits_left == 0
     env.step(ToolCall("submit", {}))
     reward, info = env.finish()
-    assert reward == 0.0 and info.outcome == "fail" and info.policy_violations == []
+    assert reward == 0.0 and info.outcome == "fail" and info.rule_violations == []
 
 
 @pytest.fixture(params=["local", "forking", pytest.param("docker", marks=pytest.mark.docker)])
 def env_for(request, make_env):
-    relaxed = {"relax": list(POLICY_RULES)}  # the policy out of the way: the guard is what is tested
+    relaxed = {"relax": list(RULE_NAMES)}  # the edit rules out of the way: the guard is what is tested
 
     def make():
         if request.param == "docker":
             request.getfixturevalue("docker_available")
-            return make_env(backend="docker", policy=relaxed)
+            return make_env(backend="docker", rules=relaxed)
         if request.param == "forking":
-            return make_env(check_sandbox=request.getfixturevalue("forking_pool").check_sandbox, policy=relaxed)
-        return make_env(policy=relaxed)
+            return make_env(check_sandbox=request.getfixturevalue("forking_pool").check_sandbox, rules=relaxed)
+        return make_env(rules=relaxed)
     return make
 
 
 @pytest.mark.parametrize("name", sorted(PAYLOADS))
-def test_tool_only_attack_earns_nothing_where_the_policy_is_relaxed(env_for, name):
+def test_tool_only_attack_earns_nothing_where_the_rules_are_relaxed(env_for, name):
     env = env_for()
     env.reset()
     obs = env.step(ToolCall("edit", {"path": "pkg/core.py", "old": BUGGY_LINE, "new": PAYLOADS[name]})).observation

@@ -35,14 +35,14 @@ REFUSED = "Edit refused by the task's change policy"
 
 def inject_source(env, code: str, path: str = "pkg/core.py") -> str:
     """Put `code` at the top of a source module with the edit tool, as an agent would. Where the
-    change policy refuses that edit (tests/envs/test_env_policy.py), the code is written by other
-    means (as code the agent runs could), so that the layers behind the policy -- the carried
-    changes' filter, the policy at submit, the runner -- are still what is tested."""
+    edit rules refuse that edit (tests/envs/test_env_rules.py), the code is written by other
+    means (as code the agent runs could), so that the layers behind the rules -- the carried
+    changes' filter, the rules at submit, the runner -- are still what is tested."""
     obs = call(env, "edit", path=path, old=ORIG_TOP, new=ORIG_TOP + textwrap.dedent(code))
     if obs.startswith(REFUSED):
         text = env.sb.read_file(path)
         env.sb.write_file(path, text.replace(ORIG_TOP, ORIG_TOP + textwrap.dedent(code), 1))
-        return "Edited by other means (the policy refused the edit)"
+        return "Edited by other means (the edit rules refused the edit)"
     return obs
 
 

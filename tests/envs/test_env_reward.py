@@ -8,7 +8,7 @@ import pytest
 from envkit import HIDDEN_IDS
 
 from fixrl.envs import ToolCall
-from fixrl.envs.changes import bad_new_file, suspicious
+from fixrl.tasks.check.carry import bad_new_file, suspicious
 
 
 def call(env, name, **args):

@@ -9,8 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from fixrl.envs import EnvConfig, episode_env
-from fixrl.envs.reference import next_edit, reference, shrink_edit
+from fixrl.envs.reference import next_edit, shrink_edit
 from fixrl.envs.scripted import BlindPlan, make_plan, oracle_plan, run_plan
+from fixrl.tasks.format.reference import reference
 
 
 def _episode(suite, task, kind, seed=0, family=None, backend="local", **config):

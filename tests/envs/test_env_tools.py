@@ -228,7 +228,7 @@ def test_malformed_calls_end_the_episode(make_env):
 def test_tool_timeout(make_env):
     env = make_env(tool_timeouts={"test": 2})
     env.reset()
-    # The loop needs no import: an `import time` edit is refused by the change policy (the
+    # The loop needs no import: an `import time` edit is refused by the edit rules (the
     # repository never imports time), and a cold pytest start can outlast 2 s on its own.
     edited = obs(env, "edit", path="pkg/report.py", old="from pkg.core import clamp, scale\n",
                  new="from pkg.core import clamp, scale\nwhile True:\n    pass\n")

@@ -1,4 +1,4 @@
-"""fixrl tasks validate | policy-check | new | generate | import-swebench | export-swebench."""
+"""fixrl tasks validate | rules-check (old name: policy-check) | new | generate | import-swebench | export-swebench."""
 from __future__ import annotations
 
 import argparse
@@ -69,11 +69,12 @@ def register(sub) -> None:
                         "its result was stored (in SUITE/.fixrl-cache/validate.json)")
     v.set_defaults(func=validate)
 
-    pc = tsub.add_parser("policy-check", help="judge every reference fix by its task's change policy, on the "
-                         "host (no sandbox): the policy's false rejections")
+    pc = tsub.add_parser("rules-check", aliases=["policy-check"],
+                         help="judge every reference fix by its task's edit rules, on the host (no sandbox): "
+                         "the rules' false rejections")
     pc.add_argument("path", help="a suite directory")
     pc.add_argument("--json", action="store_true", help="print the results as JSON")
-    pc.set_defaults(func=policy_check)
+    pc.set_defaults(func=rules_check)
 
     n = tsub.add_parser("new", help="scaffold a task from a repository, a bug patch and a test file")
     n.add_argument("--repo", required=True, help="the clean repository directory")
@@ -200,9 +201,9 @@ def validate(args) -> int:
     return 0 if valid == len(results) else 1
 
 
-# ---------------------------------------------------------------- policy-check
+# ---------------------------------------------------------------- rules-check
 
-def policy_check(args) -> int:
+def rules_check(args) -> int:
     path = Path(args.path)
     if not path.is_dir():
         raise UserError(f"{path}: no such suite directory")
@@ -228,7 +229,7 @@ def policy_check(args) -> int:
                 print(f"    {line}")
         for line in broken:
             print(f"! {line}")
-        print(f"{suite.name}: {len(rejected)} of {fix_tasks} reference fixes break their change policy"
+        print(f"{suite.name}: {len(rejected)} of {fix_tasks} reference fixes break their edit rules"
               + (f"; {len(broken)} task(s) could not be loaded or built" if broken else ""))
     return 1 if rejected or broken else 0
 

@@ -1,7 +1,7 @@
-"""The change policy (tasks.check.rules): every trick of the issue refused under the rule it breaks,
-ordinary fixes accepted, what the original file already does allowed; the policy in the task
-format (suite, task, errors); `fixrl tasks validate` and `fixrl tasks policy-check` judging the
-reference fix."""
+"""The edit rules (tasks.check.rules): every trick of the issue refused under the rule it breaks,
+ordinary fixes accepted, what the original file already does allowed; the rules in the task
+format (suite, task, errors); `fixrl tasks validate` and `fixrl tasks rules-check` (old name
+`policy-check`) judging the reference fix."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ from fixrl.harness.cli import main as fixrl
 from fixrl.sandbox import SandboxPool
 from fixrl.tasks import TaskError, load_suite, validate_task
 from fixrl.tasks.check.rules import judge_change, reference_violations, repo_modules
-from fixrl.tasks.format.schema import POLICY_RULES, ChangePolicy
+from fixrl.tasks.format.schema import RULE_NAMES, EditRules
 
 ORIGINAL = '''\
 """Small numeric helpers."""
@@ -35,10 +35,10 @@ BUGGY_LINE = "    return max(lo, max(x, hi))\n"
 REPO = frozenset({"math", "re", "collections", "os", "pkg"})
 
 
-def judge(body: str, original: str = ORIGINAL, policy: ChangePolicy | None = None, path: str = "pkg/core.py"):
+def judge(body: str, original: str = ORIGINAL, edit_rules: EditRules | None = None, path: str = "pkg/core.py"):
     new = original.replace(BUGGY_LINE, textwrap.indent(textwrap.dedent(body), "    "))
     assert new != original
-    return judge_change(path, original, new, policy or ChangePolicy(), REPO)
+    return judge_change(path, original, new, edit_rules or EditRules(), REPO)
 
 
 def rules(body: str, **kw) -> set[str]:
@@ -86,7 +86,7 @@ def test_a_dunder_the_original_defines_may_be_defined_again():
     original = ORIGINAL + "\n    def __len__(self):\n        return 1\n"
     new = original.replace("        return 1\n", "        return len(self.v)\n") + \
         "\n    def __eq__(self, other):\n        return self.v == other.v\n"
-    assert judge_change("pkg/core.py", original, new, ChangePolicy(), REPO) == []
+    assert judge_change("pkg/core.py", original, new, EditRules(), REPO) == []
 
 
 # ---------------------------------------------------------------- tricks refused
@@ -174,7 +174,7 @@ def test_tricks_are_refused_under_their_rule(name):
     body, rule = TRICKS[name]
     if name == "builtin rebound at the top":  # `exec = exec` must not make `exec` the module's own
         new = ORIGINAL.replace(BUGGY_LINE, "    " + body).replace("import re\n", "import re\nexec = exec\n")
-        found = judge_change("pkg/core.py", ORIGINAL, new, ChangePolicy(), REPO)
+        found = judge_change("pkg/core.py", ORIGINAL, new, EditRules(), REPO)
     else:
         found = judge(body)
     assert rule in {v.rule for v in found}, (name, [str(v) for v in found])
@@ -186,25 +186,25 @@ def test_tricks_are_refused_under_their_rule(name):
 def test_relaxing_a_rule_drops_only_that_rule():
     body = "import sys\nreturn getattr(sys, 'max' + 'size')\n"
     assert rules(body) == {"imports", "computed-names"}
-    assert rules(body, policy=ChangePolicy(relax=["imports"])) == {"computed-names"}
-    assert rules(body, policy=ChangePolicy(relax=list(POLICY_RULES))) == set()
-    assert rules("import json\nreturn json.dumps(x)\n", policy=ChangePolicy(allow_imports=["json"])) == set()
+    assert rules(body, edit_rules=EditRules(relax=["imports"])) == {"computed-names"}
+    assert rules(body, edit_rules=EditRules(relax=list(RULE_NAMES))) == set()
+    assert rules("import json\nreturn json.dumps(x)\n", edit_rules=EditRules(allow_imports=["json"])) == set()
 
 
 def test_files_rule():
-    p = ChangePolicy()
+    p = EditRules()
     new = ORIGINAL.replace(BUGGY_LINE, "    return min(x, hi)\n")
     assert [v.rule for v in judge_change("tests/test_core.py", ORIGINAL, new, p)] == ["files"]
     assert [v.rule for v in judge_change("setup.cfg", "[x]\n", "[y]\n", p)] == ["files"]
     assert judge_change("pkg/core.py", ORIGINAL, None, p) == []  # deleting a source file
-    narrow = ChangePolicy(files=["pkg/core.py"])
+    narrow = EditRules(files=["pkg/core.py"])
     assert judge_change("pkg/core.py", ORIGINAL, new, narrow) == []
     assert [v.rule for v in judge_change("pkg/other.py", ORIGINAL, new, narrow)] == ["files"]
     assert judge_change("pkg/helpers.py", None, "def h():\n    return 1\n", p) == []
     for bad in ("pkg/json.py", "pkg/sitecustomize.py", "pkg/__pycache__/m.py", "pkg/data.txt"):
         assert [v.rule for v in judge_change(bad, None, "x = 1\n", p)] == ["files"], bad
     assert rules("return min(x, hi)\n") == set()
-    deep = ChangePolicy(files=["src/**/*.py"])
+    deep = EditRules(files=["src/**/*.py"])
     assert judge_change("src/a/b/c.py", "x = 1\n", "x = 2\n", deep) == []
     assert judge_change("src/c.py", "x = 1\n", "x = 2\n", deep) == []
     assert [v.rule for v in judge_change("lib/c.py", "x = 1\n", "x = 2\n", deep)] == ["files"]
@@ -213,16 +213,16 @@ def test_files_rule():
 def test_a_module_that_defines_its_own_compile_may_call_it():
     original = ORIGINAL + "\n\ndef compile(pattern):\n    return re.compile(pattern)\n"
     new = original.replace(BUGGY_LINE, "    compile('x')\n    return max(lo, min(x, hi))\n")
-    assert judge_change("pkg/core.py", original, new, ChangePolicy(), REPO) == []
+    assert judge_change("pkg/core.py", original, new, EditRules(), REPO) == []
 
 
 def test_future_imports_are_always_allowed():
     new = "from __future__ import annotations\n" + ORIGINAL.replace(BUGGY_LINE, "    return min(max(x, lo), hi)\n")
-    assert judge_change("pkg/core.py", ORIGINAL, new, ChangePolicy(), REPO) == []
+    assert judge_change("pkg/core.py", ORIGINAL, new, EditRules(), REPO) == []
 
 
 def test_a_file_that_does_not_parse_is_not_judged():
-    assert judge_change("pkg/core.py", ORIGINAL, ORIGINAL + "\ndef broken(:\n", ChangePolicy()) == []
+    assert judge_change("pkg/core.py", ORIGINAL, ORIGINAL + "\ndef broken(:\n", EditRules()) == []
 
 
 def test_repo_modules(tmp_path):
@@ -250,42 +250,45 @@ CHEATING_FIX = """\
 """
 
 
-def test_policy_in_suite_and_task(tmp_path):
-    root = make_suite(tmp_path, [fix_task("a"), fix_task("b", policy={"relax": ["exec"]}),
-                                 fix_task("c", policy={"files": ["calc.py"]})],
-                      suite={"policy": {"relax": ["imports"], "allow_imports": ["json"]}})
+def test_rules_in_suite_and_task(tmp_path):
+    root = make_suite(tmp_path, [fix_task("a"), fix_task("b", rules={"relax": ["exec"]}),
+                                 fix_task("c", rules={"files": ["calc.py"]})],
+                      suite={"rules": {"relax": ["imports"], "allow_imports": ["json"]}})
     suite = load_suite(root)
     a, b, c = (suite.get(i) for i in "abc")
-    assert a.policy.relax == ["imports"] and a.policy.allow_imports == ["json"] and a.policy.files == ["**/*.py"]
-    assert b.policy.relax == ["exec"] and b.policy.allow_imports == ["json"]  # field by field
-    assert c.policy.files == ["calc.py"] and c.policy.relax == ["imports"]
+    assert a.rules.relax == ["imports"] and a.rules.allow_imports == ["json"] and a.rules.files == ["**/*.py"]
+    assert b.rules.relax == ["exec"] and b.rules.allow_imports == ["json"]  # field by field
+    assert c.rules.files == ["calc.py"] and c.rules.relax == ["imports"]
 
 
 @pytest.mark.parametrize("where", ["task", "suite"])
 def test_unknown_rule_names_the_field_and_the_rules(tmp_path, where):
     if where == "task":
-        root = make_suite(tmp_path, [fix_task("a", policy={"relax": ["import"]})])
+        root = make_suite(tmp_path, [fix_task("a", rules={"relax": ["import"]})])
     else:
-        root = make_suite(tmp_path, [fix_task("a")], suite={"policy": {"relax": ["import"]}})
+        root = make_suite(tmp_path, [fix_task("a")], suite={"rules": {"relax": ["import"]}})
     with pytest.raises(TaskError) as e:
         load_suite(root)
     text = str(e.value)
-    assert "policy.relax" in text and "'import'" in text and all(r in text for r in POLICY_RULES), text
-    root2 = make_suite(tmp_path / "2", [fix_task("a", policy={"relaxx": []})])
-    with pytest.raises(TaskError, match=r"policy.relaxx.*unknown field.*did you mean 'relax'"):
+    assert "rules.relax" in text and "'import'" in text and all(r in text for r in RULE_NAMES), text
+    root2 = make_suite(tmp_path / "2", [fix_task("a", rules={"relaxx": []})])
+    with pytest.raises(TaskError, match=r"rules.relaxx.*unknown field.*did you mean 'relax'"):
         load_suite(root2)
 
 
-def test_reference_violations_and_policy_check(tmp_path, capsys):
+def test_reference_violations_and_rules_check(tmp_path, capsys):
     root = make_suite(tmp_path, [fix_task("ok"), fix_task("cheat", fix=CHEATING_FIX),
-                                 fix_task("relaxed", fix=CHEATING_FIX, policy={"relax": ["imports"]})])
+                                 fix_task("relaxed", fix=CHEATING_FIX, rules={"relax": ["imports"]})])
     suite = load_suite(root)
     assert reference_violations(suite.get("ok")) == []
     assert reference_violations(suite.get("relaxed")) == []
     [v] = reference_violations(suite.get("cheat"))
     assert (v.rule, v.path, v.line) == ("imports", "calc.py", 2), v
-    assert fixrl(["tasks", "policy-check", str(root), "--json"]) == 1
-    out = json.loads(capsys.readouterr().out)
+    assert fixrl(["tasks", "rules-check", str(root), "--json"]) == 1
+    new_name = capsys.readouterr().out
+    assert fixrl(["tasks", "policy-check", str(root), "--json"]) == 1  # the old name still works
+    assert capsys.readouterr().out == new_name
+    out = json.loads(new_name)
     assert out["summary"] == {"suite": "suite", "fix_tasks": 3, "rejected": 1, "broken": 0}
     assert list(out["rejected"]) == ["cheat"] and out["rejected"]["cheat"][0].startswith("imports: calc.py:2: ")
 
@@ -296,16 +299,16 @@ def pool():
         yield p
 
 
-def test_validate_refuses_a_reference_fix_that_breaks_the_policy(pool, tmp_path):
+def test_validate_refuses_a_reference_fix_that_breaks_the_rules(pool, tmp_path):
     root = make_suite(tmp_path, [fix_task("cheat", fix=CHEATING_FIX),
-                                 fix_task("relaxed", fix=CHEATING_FIX, policy={"relax": ["imports"]})])
+                                 fix_task("relaxed", fix=CHEATING_FIX, rules={"relax": ["imports"]})])
     suite = load_suite(root)
     bad = validate_task(suite.get("cheat"), pool, repeats=1)
     assert not bad.ok and len(bad.reasons) == 1, bad.reasons
-    assert "change policy" in bad.reasons[0] and "imports: calc.py:2:" in bad.reasons[0]
+    assert "edit rules" in bad.reasons[0] and "imports: calc.py:2:" in bad.reasons[0]
     assert "relax: [imports]" in bad.reasons[0]
     good = validate_task(suite.get("relaxed"), pool, repeats=1)
-    assert good.ok and not any("policy" in r for r in good.reasons + good.warnings), good
+    assert good.ok and not any("edit rules" in r for r in good.reasons + good.warnings), good
 
 
 # ---------------------------------------------------------------- no false rejections

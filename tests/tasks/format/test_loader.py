@@ -181,3 +181,20 @@ def test_suite_level_errors(tmp_path):
 
 def test_gitrepo_model():
     assert GitRepo(git="r", commit="abc").commit == "abc"
+
+
+def test_the_old_policy_key_still_loads_as_rules(tmp_path):
+    """Task files and suite.yaml written before the edit rules were renamed say `policy:`;
+    they load as `rules:`, field by field as before, in any mix with the new key."""
+    root = make_suite(tmp_path, [fix_task("a"), fix_task("b", policy={"relax": ["exec"]}),
+                                 fix_task("c", rules={"files": ["calc.py"]})],
+                      suite={"policy": {"relax": ["imports"]}, "defaults": {"policy": {"allow_imports": ["json"]}}})
+    suite = load_suite(root)
+    a, b, c = (suite.get(i) for i in "abc")
+    assert a.rules.relax == ["imports"] and a.rules.allow_imports == ["json"] and a.rules.files == ["**/*.py"]
+    assert b.rules.relax == ["exec"] and b.rules.allow_imports == ["json"]  # the task's old key overrides
+    assert c.rules.files == ["calc.py"] and c.rules.relax == ["imports"]
+    assert "policy" not in a.model_dump() and a.model_dump()["rules"]["relax"] == ["imports"]
+    root2 = make_suite(tmp_path / "2", [fix_task("a", policy={"relax": ["exec"]}, rules={"relax": []})])
+    with pytest.raises(TaskError, match=r"give `rules` only \(`policy` is its old name\), not both"):
+        load_suite(root2)

@@ -1,4 +1,4 @@
-"""Which of the agent's file changes are carried into the hidden check.
+"""Which of the agent's file changes are carried into the hidden check (`carry`).
 
 The check judges the agent's fix, not its test suite or its environment, so (1) test files and
 files that configure or shadow the test runner are dropped (`tasks.is_test_path`); (2) a new file
@@ -16,13 +16,16 @@ harmless.
 """
 from __future__ import annotations
 
-import difflib
 import re
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
+from typing import Mapping
 
 from fixrl.tasks.check.rules import SHADOW_NAMES, new_file_problem
+from fixrl.tasks.format.materialize import is_test_path
+from fixrl.tasks.format.reference import added_text, reference
+from fixrl.tasks.format.schema import Task
 
-__all__ = ["SHADOW_NAMES", "added_text", "bad_new_file", "safe_relpath", "suspicious"]
+__all__ = ["SHADOW_NAMES", "bad_new_file", "carry", "safe_relpath", "suspicious"]
 
 # Always suspicious in added lines (unless the reference fix adds the same construct): library
 # code has no business naming the test runner or the harness, or walking the heap (the one
@@ -66,16 +69,6 @@ _HARD_RE = [(re.compile(p), why) for p, why in _HARD]
 _SOFT_RE = [(re.compile(p), why) for p, why in _SOFT]
 
 
-def added_text(old: str, new: str) -> str:
-    """Lines of `new` that are not in `old` (inserted or replaced), joined."""
-    a, b = old.splitlines(), new.splitlines()
-    out: list[str] = []
-    for tag, _i1, _i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag in ("replace", "insert"):
-            out.extend(b[j1:j2])
-    return "\n".join(out)
-
-
 def suspicious(old: str, new: str, allowed: str = "") -> str | None:
     """Why the change old -> new looks like an attack on the check, or None. `allowed`: text
     whose constructs are legitimate here (the reference fix's added lines)."""
@@ -101,3 +94,45 @@ def bad_new_file(path: str) -> str | None:
 def safe_relpath(path: str) -> bool:
     p = PurePosixPath(path)
     return bool(path) and not p.is_absolute() and ".." not in p.parts and "\x00" not in path
+
+
+def carry(task: Task, changes: Mapping[str, str | None], buggy_root: Path,
+          dropped: dict[str, str]) -> dict[str, str | None]:
+    """The changes (path -> new text, None: deleted; original names) that go into the check on
+    the buggy tree at `buggy_root`; each one left out goes into `dropped` with the reason. A
+    change that leaves a file as it was is neither (e.g. a file renaming touched and the agent
+    did not)."""
+    kept: dict[str, str | None] = {}
+    allowed: str | None = None
+    for path, text in sorted(changes.items()):
+        why = None
+        if not safe_relpath(path):
+            dropped[path] = "a path outside the repository"
+            continue
+        target = buggy_root / path
+        if target.is_symlink() or not target.resolve().is_relative_to(buggy_root.resolve()):
+            # writing through a link of the repository could land anywhere
+            dropped[path] = "a symlink (or a path through one) in the repository"
+            continue
+        exists = target.is_file()
+        old = target.read_text(encoding="utf-8", errors="replace") if exists else ""
+        if text is not None and exists and old == text:
+            continue
+        if is_test_path(path):
+            why = "a test or test-configuration file"
+        elif text is None:
+            if not exists:
+                continue
+        else:
+            if not exists:
+                why = bad_new_file(path) if not target.exists() else "not a regular file"
+            if why is None:
+                if allowed is None:
+                    ref = reference(task) if task.fix else None
+                    allowed = ref.added_text() if ref else ""
+                why = suspicious(old, text, allowed)
+        if why:
+            dropped[path] = why
+            continue
+        kept[path] = text
+    return kept
