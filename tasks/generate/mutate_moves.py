@@ -7,8 +7,6 @@ import ast
 import copy
 import functools
 import re
-from dataclasses import dataclass
-from typing import Callable
 
 from fixrl.tasks.generate.mutate_sites import ARITH, FLIP, bodies, bump, init_value, obo_mutate, obo_repair, op_symbol
 
@@ -140,14 +138,6 @@ def _alone_on_lines(lines: list[str], node: ast.stmt) -> bool:
 # The moves. A move gets (node in a private copy of the tree, its parent) and changes the copy.
 # Expression moves return the replacement expression; statement moves edit the parent's body
 # and return a text edit `lines -> lines` that does the same to the source.
-
-@dataclass
-class _Site:
-    node: ast.AST
-    description: str
-
-
-Move = Callable[[ast.AST, ast.AST], "ast.AST | Callable[[list[str]], list[str] | None] | None"]
 
 
 def _set_op(node: ast.AST, table: dict) -> ast.AST:
