@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from fixrl.harness.cli import UserError
+from fixrl.harness.cli.commands import replay
 from fixrl.tasks.check.rules import reference_violations
 from fixrl.tasks.check.validate import validate_suite
 from fixrl.tasks.format.loader import (
@@ -130,6 +131,7 @@ def register(sub) -> None:
                    help="git repository to commit buggy states into, for tasks whose buggy state is not "
                         "already a commit (default: FILE-repo next to --out)")
     e.set_defaults(func=export_swebench)
+    replay.register(tsub)
 
 
 # ---------------------------------------------------------------- validate
