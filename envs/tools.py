@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from fixrl.envs.throwaway import run_discarded
 from fixrl.sandbox.base import WORKDIR
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -282,7 +283,8 @@ class RunTestsArgs(ToolArgs):
 
 
 def _test(env: ToolContext, args: RunTestsArgs) -> str:
-    res = env.sb.exec(env.public_test_command, timeout=env.tool_timeout("test"))
+    # Only `edit` changes what the check judges: what the tests write is discarded.
+    res = run_discarded(env.sb, env.task, env.public_test_command, env.tool_timeout("test"))
     env.note_test(res.exit_code == 0 and not res.timed_out)
     return summarize_test_output(res.output, res.exit_code, res.timed_out, res.seconds)
 

@@ -1,0 +1,86 @@
+"""Only `edit` changes the workspace: what code run by `test` writes is discarded, on every
+backend. Attacks through the agent's own tools (edit, test, submit) on an unfixed task whose
+edit rules are relaxed, so that the throwaway workspace, not the rules, is what is tested."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from fixrl.envs import ToolCall
+from fixrl.sandbox import SandboxPool
+from fixrl.tasks.format.schema import RULE_NAMES
+
+HEADER = '"""Small numeric helpers."""\n'
+BUGGY_LINE = "    return max(lo, max(x, hi))\n"
+FIXED_LINE = "    return max(lo, min(x, hi))\n"
+
+# One edit plants a loader: imported by the public tests, it repairs its own file and plants
+# a module (a one-edit search for the fix past the budget), and leaves a marker in /tmp.
+LOADER = HEADER + textwrap.dedent('''\
+    import os as _os
+    _here = _os.path.dirname(_os.path.abspath(__file__))
+    _src = open(_os.path.join(_here, "core.py")).read()
+    if "max(lo, " + "max(x, hi))" in _src:
+        with open(_os.path.join(_here, "core.py"), "w") as _f:
+            _f.write(_src.replace("max(lo, " + "max(x, hi))", "max(lo, " + "min(x, hi))"))
+        with open(_os.path.join(_here, "planted.py"), "w") as _f:
+            _f.write("PLANTED = 1\\n")
+        with open("/tmp/judged-marker", "w") as _f:
+            _f.write("seen by test\\n")
+    ''')
+
+
+@pytest.fixture(scope="module")
+def forking_pool():
+    with SandboxPool(1, backend="local") as pool:  # its check sandboxes fork pytest
+        yield pool
+
+
+@pytest.fixture(params=["local", "forking", pytest.param("docker", marks=pytest.mark.docker)])
+def relaxed_env(request, make_env):
+    relaxed = {"relax": list(RULE_NAMES)}
+
+    def make():
+        if request.param == "docker":
+            request.getfixturevalue("docker_available")
+            return make_env(backend="docker", rules=relaxed, max_edits=1)
+        if request.param == "forking":
+            return make_env(check_sandbox=request.getfixturevalue("forking_pool").check_sandbox, rules=relaxed,
+                            max_edits=1)
+        return make_env(rules=relaxed, max_edits=1)
+    return make
+
+
+def test_what_test_writes_never_reaches_the_check(relaxed_env):
+    env = relaxed_env()
+    env.reset()
+    obs = env.step(ToolCall("edit", {"path": "pkg/core.py", "old": HEADER, "new": LOADER})).observation
+    assert obs.startswith("Edited pkg/core.py"), obs
+    after_edit = env.sb.read_file("pkg/core.py")
+    first = env.step(ToolCall("test", {})).observation
+    assert "failed" in first, first  # the loader's repair was not in place when the tests ran
+    # The loader ran (it fails the public tests until it repairs), yet nothing it wrote stayed.
+    assert env.sb.read_file("pkg/core.py") == after_edit
+    assert BUGGY_LINE in env.sb.read_file("pkg/core.py")
+    with pytest.raises(FileNotFoundError):
+        env.sb.read_file("pkg/planted.py")
+    with pytest.raises(FileNotFoundError):
+        env.sb.read_file("/tmp/judged-marker")
+    second = env.step(ToolCall("test", {})).observation  # the same run again: nothing carried over
+    assert "failed" in second, second
+    env.step(ToolCall("submit", {}))
+    reward, info = env.finish()
+    assert reward == 0.0 and not info.hidden_pass, info
+
+
+def test_an_honest_fix_is_unchanged_by_test(relaxed_env):
+    env = relaxed_env()
+    env.reset()
+    env.step(ToolCall("edit", {"path": "pkg/core.py", "old": BUGGY_LINE, "new": FIXED_LINE}))
+    obs = env.step(ToolCall("test", {})).observation
+    assert "passed" in obs and "failed" not in obs, obs
+    assert FIXED_LINE in env.sb.read_file("pkg/core.py")
+    env.step(ToolCall("submit", {}))
+    reward, info = env.finish()
+    assert reward == 1.0 and info.hidden_pass, info
