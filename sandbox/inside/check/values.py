@@ -6,7 +6,7 @@ from __future__ import annotations
 import builtins
 
 from .base import _C_SLOTS, _CODE, _TYPE_NAME, _TYPE_QUALNAME, _c_type, _function_code, _mro, _type_dict
-from .core import _read_all, _short, _untrusted_cats
+from .core import _code_cats, _read_all, _short
 
 _COMPARE_OPS = ("Eq", "NotEq", "Lt", "LtE", "Gt", "GtE", "In", "NotIn")
 _AUDIT_SENTINEL = "\x00fixrl: sys.audit\x00"
@@ -96,7 +96,7 @@ def _builtins_replaced(st):
 
 def _changed_function(st, value):
     code = _function_code(value)
-    return code is not None and _untrusted_cats(st, code.co_filename) is not None
+    return code is not None and _code_cats(st, code) is not None
 
 
 def _odd_value(st, values, budget=10_000):
@@ -138,5 +138,5 @@ def _odd_method(st, fn, cat):
     code = _function_code(fn)
     if code is None:  # operator.is_not, a partial: a method whose code nobody can see
         return f"{_TYPE_NAME(type(fn))}: not a function"
-    cats = _untrusted_cats(st, code.co_filename)
+    cats = _code_cats(st, code)
     return _short(st, code.co_filename) if cats is not None and cat not in cats else None
