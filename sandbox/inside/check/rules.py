@@ -7,6 +7,7 @@ import sys
 from .base import (
     _CODE,
     _CODE_ATTRS,
+    _FRAME,
     _FRAME_ATTRS,
     _FUNCTION,
     _GENERATORS,
@@ -161,6 +162,9 @@ def _file_rule(st, path, op, frame):
             return f"{who} touched the check's JUnit report" if who else None  # pytest's junitxml
         return f"touches the check's own files ({p})"
     a = _abspath(p, st.getcwd())
+    if _process_memory(a):
+        who = _attribute(st, frame, "ctypes")
+        return f"{who} opened a process's memory ({a})" if who else None
     inside = a.startswith(st.root + "/")
     name = a.rsplit("/", 1)[-1]
     if op != "read" and (a in st.hidden or inside and (
@@ -185,11 +189,16 @@ def _on_getattr(st, args, frame):
     if name in _FRAME_ATTRS:
         who = _attribute(st, frame, "frames")
         return f"{who} took a frame ({name})" if who else None
-    if name in _CODE_ATTRS:
+    if name in _CODE_ATTRS or name == "f_code":
         if frame.f_code in st.signature_readers:
             return None
         kind = type(obj)
-        code = obj.__code__ if kind is _FUNCTION else getattr(obj, name, None) if kind in _GENERATORS else None
+        if kind is _FUNCTION:
+            code = obj.__code__
+        elif kind in _GENERATORS or kind is _FRAME:
+            code = getattr(obj, name, None)  # not judged again: the guard is busy
+        else:
+            code = None
         filename = code.co_filename if type(code) is _CODE else ""
         if filename and _is_test_code(st, filename):
             who = _attribute(st, frame, "tests")
@@ -287,6 +296,14 @@ def _foreign_callbacks(st):
         if type(callback) is not _FUNCTION or _code_cats(st, callback.__code__) is not None:
             return True
     return False
+
+
+def _process_memory(path):
+    """/proc/<self|pid|thread-self>/[task/<tid>/]mem (and its kin): another way to write the
+    interpreter's memory, as ctypes would."""
+    parts = path.split("/")
+    return len(parts) >= 4 and parts[1] == "proc" and parts[-1] in ("mem", "pagemap") and (
+        parts[2] in ("self", "thread-self") or parts[2].isdigit())
 
 
 def _imported_from_disk(st, frame, source, filename):
@@ -388,7 +405,34 @@ def _custom_rules(st):
             return None
         return judge
 
+    def make_node(args, frame):
+        # A FIFO or a node is inter-process plumbing (a reader of it blocks or reads what a
+        # writer says), never part of a fix: changed code needs "process" for it; anyone needs
+        # the path to be writable under the file rules.
+        path, mode, device, dir_fd, kind, box = args
+        who = _attribute(st, frame, "process")
+        if who:
+            return f"{who} made a {kind} node"
+        why = _file_rule(st, path, "write", frame) if dir_fd is None else None
+        if why:
+            return f"{kind}: {why}"
+        if kind == "mkfifo":
+            st.mkfifo(path, mode, dir_fd=dir_fd)
+        else:
+            st.mknod(path, mode, device, dir_fd=dir_fd)
+        box.append(True)
+        return None
+
+    def pidfd(args, frame):
+        name, fargs, fkwargs, box = args
+        who = _attribute(st, frame, "process")
+        if who:
+            return f"{who} called {name}"
+        box.append(st.pidfd[name](*fargs, **fkwargs))
+        return None
+
     return {"fixrl.thread": start_thread, "fixrl.signal": set_signal, "fixrl.finalize": finalize,
+            "fixrl.mknod": make_node, "fixrl.pidfd": pidfd,
             "fixrl.create_builtin": builtin(st.create_builtin), "fixrl.exec_builtin": builtin(st.exec_builtin),
             **_value_rules(st)}
 
