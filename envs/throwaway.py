@@ -6,7 +6,9 @@ Only `edit` changes what the hidden check judges. Code the agent planted runs du
 repairs against the public tests and write back the one that passes (past the edit budget),
 or plant a module that is carried into the check. So `run_discarded` records the workspace's
 changes before the command (`Sandbox.changed_files`: the edits, setup's writes, the renaming),
-runs it, then resets the sandbox (the backend kills the command's leftover processes, clears
+runs it (the `test` tool: the public tests under the check's own runner and guard,
+`tasks.check.reward.run_public_tests`, so nothing inside tells `test` from the check), then
+resets the sandbox (the backend kills the command's leftover processes, clears
 /tmp and restores the pristine workspace), runs the task's setup again (its writes outside the
 workspace went with /tmp) and writes the recorded changes back. Backend-agnostic: it uses the
 Sandbox protocol only.
@@ -19,18 +21,22 @@ the restore -- the check still runs on a fresh copy of only the carried changes.
 from __future__ import annotations
 
 import shlex
+from typing import Callable, TypeVar
 
-from fixrl.sandbox.base import ExecResult, Sandbox, SandboxError
+from fixrl.sandbox.base import Sandbox, SandboxError
 from fixrl.tasks.format.loader import TaskError
 from fixrl.tasks.format.materialize import run_setup
 from fixrl.tasks.format.schema import Task
 
+T = TypeVar("T")
 
-def run_discarded(sb: Sandbox, task: Task, cmd: str, timeout: float) -> ExecResult:
-    """Run `cmd` in `sb`; afterwards the workspace holds exactly what it held before."""
+
+def run_discarded(sb: Sandbox, task: Task, run: Callable[[dict[str, str | None]], T]) -> T:
+    """`run(changes)` (the workspace's changes as `changed_files` returns them) in `sb`;
+    afterwards the workspace holds exactly what it held before."""
     before = sb.changed_files()
     try:
-        return sb.exec(cmd, timeout=timeout)
+        return run(before)
     finally:
         restore(sb, task, before)
 

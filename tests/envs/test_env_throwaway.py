@@ -15,19 +15,23 @@ HEADER = '"""Small numeric helpers."""\n'
 BUGGY_LINE = "    return max(lo, max(x, hi))\n"
 FIXED_LINE = "    return max(lo, min(x, hi))\n"
 
-# One edit plants a loader: imported by the public tests, it repairs its own file and plants
-# a module (a one-edit search for the fix past the budget), and leaves a marker in /tmp.
+# One edit plants a loader: imported by the public tests, it leaves a marker in /tmp and a data
+# file, then repairs its own file and plants a module (a one-edit search for the fix past the
+# budget). The guard stops the Python writes (`test` runs under the check's guard); the rest
+# is discarded by the throwaway workspace.
 LOADER = HEADER + textwrap.dedent('''\
     import os as _os
     _here = _os.path.dirname(_os.path.abspath(__file__))
+    with open("/tmp/judged-marker", "w") as _f:
+        _f.write("seen by test\\n")
+    with open(_os.path.join(_here, "notes.txt"), "w") as _f:
+        _f.write("left by test\\n")
     _src = open(_os.path.join(_here, "core.py")).read()
     if "max(lo, " + "max(x, hi))" in _src:
-        with open(_os.path.join(_here, "core.py"), "w") as _f:
-            _f.write(_src.replace("max(lo, " + "max(x, hi))", "max(lo, " + "min(x, hi))"))
         with open(_os.path.join(_here, "planted.py"), "w") as _f:
             _f.write("PLANTED = 1\\n")
-        with open("/tmp/judged-marker", "w") as _f:
-            _f.write("seen by test\\n")
+        with open(_os.path.join(_here, "core.py"), "w") as _f:
+            _f.write(_src.replace("max(lo, " + "max(x, hi))", "max(lo, " + "min(x, hi))"))
     ''')
 
 
@@ -59,16 +63,18 @@ def test_what_test_writes_never_reaches_the_check(relaxed_env):
     assert obs.startswith("Edited pkg/core.py"), obs
     after_edit = env.sb.read_file("pkg/core.py")
     first = env.step(ToolCall("test", {})).observation
-    assert "failed" in first, first  # the loader's repair was not in place when the tests ran
-    # The loader ran (it fails the public tests until it repairs), yet nothing it wrote stayed.
+    assert first.startswith("Tests FAILED"), first
+    assert "wrote the Python source pkg/planted.py" in first, first  # told why: the guard stopped it
+    # The loader ran, yet nothing it wrote stayed.
     assert env.sb.read_file("pkg/core.py") == after_edit
     assert BUGGY_LINE in env.sb.read_file("pkg/core.py")
     with pytest.raises(FileNotFoundError):
         env.sb.read_file("pkg/planted.py")
-    with pytest.raises(FileNotFoundError):
-        env.sb.read_file("/tmp/judged-marker")
+    for left in ("pkg/notes.txt", "/tmp/judged-marker"):
+        with pytest.raises(FileNotFoundError):
+            env.sb.read_file(left)
     second = env.step(ToolCall("test", {})).observation  # the same run again: nothing carried over
-    assert "failed" in second, second
+    assert second == first, second
     env.step(ToolCall("submit", {}))
     reward, info = env.finish()
     assert reward == 0.0 and not info.hidden_pass, info
