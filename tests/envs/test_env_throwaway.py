@@ -90,3 +90,56 @@ def test_an_honest_fix_is_unchanged_by_test(relaxed_env):
     env.step(ToolCall("submit", {}))
     reward, info = env.finish()
     assert reward == 1.0 and info.hidden_pass, info
+
+
+# What code under test can see of how it is run, written where both runs leave it.
+FINGERPRINT = HEADER + textwrap.dedent('''\
+    import os as _os
+    import re as _re
+    import sys as _sys
+
+    def _norm(text):
+        return _re.sub(r"[0-9a-f]{8,}", "H", str(text))
+
+    with open("fingerprint.txt", "w") as _f:
+        _f.write(_norm(sorted(_os.environ.items())) + "\\n")
+        _f.write(_norm(_sys.argv) + "\\n" + _norm(_os.getcwd()) + "\\n" + _norm(_sys.flags) + "\\n")
+        _f.write(_norm(sorted(_os.listdir("/tmp"))) + "\\n" + _norm(_sys.path) + "\\n")
+        _f.write(_norm(sorted(n for n in _sys.modules if "fixrl" in n or "pytest" in n)) + "\\n")
+    ''')
+
+
+@pytest.mark.parametrize("backend", ["local", "forking", pytest.param("docker", marks=pytest.mark.docker)])
+def test_nothing_inside_tells_test_from_the_check(mini_suite, backend, request, tmp_path):
+    """The agent's sandbox runs `test` (local or Docker); the check runs in a fresh sandbox of
+    the rollouts' kind (forking: a fork of a warm interpreter)."""
+    from fixrl import tasks
+    from fixrl.sandbox import open_sandbox
+    from fixrl.sandbox.forking import ForkingSandbox
+    from fixrl.tasks.check.reward import guard_spec, run_public_tests
+
+    if backend == "docker":
+        request.getfixturevalue("docker_available")
+    task = mini_suite.get("clamp-minmax")
+    ws = tasks.materialize(task, tmp_path / "repo", "buggy")
+    core = (ws / "pkg" / "core.py").read_text()
+    (ws / "pkg" / "core.py").write_text(FINGERPRINT + core[len(HEADER):])
+    changes = {"pkg/core.py": (ws / "pkg" / "core.py").read_text()}
+    agent_backend = "docker" if backend == "docker" else "local"
+    with open_sandbox(ws, backend=agent_backend) as sb:
+        run_public_tests(task, sb, "python -m pytest -q tests/test_public.py", 60, changes)
+        seen_by_test = sb.read_file("fingerprint.txt")
+    check_sb = ForkingSandbox(ws) if backend == "forking" else open_sandbox(ws, backend=agent_backend)
+    with check_sb:
+        if backend == "forking":
+            assert check_sb.forking, "no bubblewrap here: the forking check path is not tested"
+        tasks.run_check(task, check_sb, guard=guard_spec(task, changes))
+        seen_by_check = check_sb.read_file("fingerprint.txt")
+    test_lines, check_lines = seen_by_test.splitlines(), seen_by_check.splitlines()
+    if backend == "forking":
+        # Known gaps (docs/edit-rules.md): the zygote starts with -I, has imported more before
+        # the fork, and writes a forked run's output to a file under /tmp.
+        assert test_lines[3].startswith("sys.flags(") and check_lines[3].startswith("sys.flags(")
+        del test_lines[3], check_lines[3], test_lines[-1], check_lines[-1]
+        check_lines[3] = check_lines[3].replace(", '.fixrl-out-H'", "")
+    assert test_lines == check_lines
