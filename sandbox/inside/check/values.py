@@ -123,6 +123,12 @@ def _items(value, tp, budget):
     """The items a container holds, read through the built-in base's own C iteration (a
     subclass's __iter__, keys or values is never called: its items are what its comparison
     compares), up to `budget`; [] for anything else."""
+    if tp in _CONTAINERS:
+        return list(value)[:budget]
+    if tp is dict:
+        return list(value.keys())[:budget] + list(value.values())[:budget]
+    if _c_type(tp):
+        return []  # an int, a str, a C type's value: no items a comparison would look at
     mro = _mro(tp)
     for base in _CONTAINERS:
         if base in mro:
