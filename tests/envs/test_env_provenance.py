@@ -21,6 +21,19 @@ BUGGY_LINE = "    return max(lo, max(x, hi))\n"
 # The repository's own test helpers: a module under tests/ that its conftest imports; it makes
 # code at run time and reads a frame of it (as attrs, dataclasses or a DSL might).
 HELPERS = textwrap.dedent('''\
+    import sys
+
+
+    def runners_without_a_file():
+        """Frames on the stack whose code has no file (fixrl's runner must have one)."""
+        f, names = sys._getframe(0), []
+        while f is not None:
+            if f.f_code.co_filename.startswith("<"):
+                names.append(f.f_code.co_filename)
+            f = f.f_back
+        return names
+
+
     def probe():
         ns = {}
         exec("import sys\\nframe = sys._getframe(0)\\nname = frame.f_code.co_name\\n", ns)
@@ -33,6 +46,7 @@ CONFTEST = textwrap.dedent('''\
 
     @pytest.fixture(autouse=True)
     def _probe():
+        assert helpers.runners_without_a_file() == []
         assert helpers.probe() == "<module>"
         yield
     ''')
