@@ -1,6 +1,8 @@
 """Only `edit` changes the workspace: what code run by `test` writes is discarded, on every
 backend. Attacks through the agent's own tools (edit, test, submit) on an unfixed task whose
-edit rules are relaxed, so that the throwaway workspace, not the rules, is what is tested."""
+edit rules are relaxed, so that the throwaway workspace, not the rules, is what is tested. And
+`test` runs the public tests as the check runs its own: what code under test can see of how it
+is run (environment, argv, working directory, /tmp, sys.path) is the same in both."""
 from __future__ import annotations
 
 import textwrap
