@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fixrl.sandbox.base import WORKDIR
+from fixrl.envs.throwaway import run_discarded
+from fixrl.sandbox.base import WORKDIR, SandboxError
+from fixrl.tasks.check.reward import GUARD_STOPPED, run_public_tests
 
 if TYPE_CHECKING:  # pragma: no cover
     from fixrl.envs.types import ToolContext
@@ -282,9 +284,18 @@ class RunTestsArgs(ToolArgs):
 
 
 def _test(env: ToolContext, args: RunTestsArgs) -> str:
-    res = env.sb.exec(env.public_test_command, timeout=env.tool_timeout("test"))
+    # Only `edit` changes what the check judges: what the tests write is discarded. They run
+    # as the check's tests run (same runner, guard, environment): no marker tells the two apart.
+    timeout = env.tool_timeout("test")
+    res = run_discarded(env.sb, env.task,
+                        lambda changes: run_public_tests(env.task, env.sb, env.public_test_command, timeout, changes))
+    if res.exit_code is None:  # the sandbox failed, not the tests
+        raise SandboxError(f"the public tests could not run: {res.reason or res.output[-300:]}")
     env.note_test(res.exit_code == 0 and not res.timed_out)
-    return summarize_test_output(res.output, res.exit_code, res.timed_out, res.seconds)
+    output = res.output
+    if res.reason.startswith(GUARD_STOPPED):  # its own line may sit in pytest's lost capture
+        output += f"\n{res.reason}\n"
+    return summarize_test_output(output, res.exit_code, res.timed_out, res.seconds)
 
 
 # --------------------------------------------------------------------------- edit

@@ -9,8 +9,11 @@ fails. Episodes (`envs.ToolEnv.finish`) and validation (`tasks.check.validate`, 
 and the reference fix) both come through here, so that "valid" means "the oracle passes in
 training".
 
+`run_public_tests` is the `test` tool's side of the same room: the public tests run under the
+check's own runner and runtime guard, so that code under test cannot tell `test` from the check.
+
 What it does not do: read the agent's sandbox (the caller collects the changes and maps renamed
-names back), run the public tests, or turn the score into a number (EnvConfig.reward does).
+names back) or turn the score into a number (EnvConfig.reward does).
 An `error` outcome is never a verdict on the submission: callers retry or leave it out.
 """
 from __future__ import annotations
@@ -21,16 +24,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Mapping
 
-from fixrl.sandbox.base import SandboxError
+from fixrl.sandbox.base import Sandbox, SandboxError
 from fixrl.tasks.check.carry import carry
 from fixrl.tasks.check.guard import GuardSpec, spec_for
 from fixrl.tasks.check.judge import OpenCheck, judge_tree
 from fixrl.tasks.check.rules import Violation, for_task, judge_changes
-from fixrl.tasks.check.run import CheckResult, Outcome
+from fixrl.tasks.check.run import GUARD_STOPPED, CheckResult, Outcome, run_check
 from fixrl.tasks.format.loader import TaskError
 from fixrl.tasks.format.materialize import materialize
 from fixrl.tasks.format.reference import reference
-from fixrl.tasks.format.schema import Task
+from fixrl.tasks.format.schema import Check, Task
+
+__all__ = ["GUARD_STOPPED", "Score", "Submission", "guard_spec", "rule_violations", "run_public_tests", "score"]
 
 log = logging.getLogger(__name__)
 
@@ -142,3 +147,14 @@ def guard_spec(task: Task, carried: Mapping[str, str | None]) -> GuardSpec:
     changes = {path: (ctx.original(path), ref.fixed.get(path) if ref else None)
                for path, text in carried.items() if text is not None}
     return spec_for(changes, ctx.frame_readers)
+
+
+def run_public_tests(task: Task, sb: Sandbox, command: str, timeout: float,
+                     changes: Mapping[str, str | None]) -> CheckResult:
+    """Run `command` (the public tests) in `sb` as the check runs its own: a pytest command goes
+    through the same runner, private directory, environment and runtime guard (`changes`: the
+    workspace's changed files, path -> text, for the guard's allowances), so nothing inside tells
+    the two apart; any other command runs as it is. No hidden file is written and the outcome
+    is no verdict: the caller uses the output and the exit status."""
+    public = task.model_copy(update={"check": Check(command=command, timeout=timeout)})
+    return run_check(public, sb, guard=guard_spec(task, {p: t for p, t in changes.items() if p.endswith(".py")}))

@@ -62,6 +62,8 @@ if TYPE_CHECKING:
     from fixrl.tasks.check.guard import GuardSpec
     from fixrl.tasks.format.schema import Task
 
+GUARD_STOPPED = "the check's guard stopped the run: "
+"""How a CheckResult's reason starts when the runtime guard stopped the run."""
 ANSWER_FILE = "/tmp/fixrl_answer.txt"
 ANSWER_ENV = "FIXRL_ANSWER"
 MAX_ANSWER_CHARS = 100_000
@@ -376,7 +378,7 @@ def _verdict(task: Task, sb: Sandbox, res: ExecResult, workdir: str) -> CheckRes
     for t in named:
         tests.setdefault(t, "missing")
     if report.get("tamper"):
-        return fail("the check's guard stopped the run: " + "; ".join(map(str, report["tamper"][:3])), tests)
+        return fail(GUARD_STOPPED + "; ".join(map(str, report["tamper"][:3])), tests)
     if not report.get("finished") or not junit_raw:
         if report.get("finished"):
             return fail("no JUnit report: pytest did not finish normally", tests)

@@ -36,10 +36,15 @@ How a verdict is made
 
 The guard (`guard._install_guard`)
 
-An operation is attributed to the agent when a frame whose code comes from a file the agent
-changed or added (the host's `GuardSpec`), or from code compiled at run time while such a
-frame was on the stack, is anywhere on the call stack, or when it runs in a thread, or a
-weakref finalizer, that such code started. Attributed, and not one the changed file's
+An operation is attributed to the agent when a frame whose code is the agent's is anywhere on
+the call stack, or when it runs in a thread, or a weakref finalizer, that such code started.
+Code is the agent's by provenance, never by name (`core._code_cats`): loaded from a file the
+agent changed or added (the host's `GuardSpec`), or made at run time (exec, eval, compile,
+function and code constructors, a `__code__` assignment) while the agent's code was on the
+stack or an unknown C callback was registered with the collector -- recorded by identity, with
+its nested code objects, when it is run or made into a function (`rules._code_rule`). Code
+made at run time by trusted code, and fixrl's own runner (named files on every backend), stay
+trusted whatever name they carry. Attributed, and not one the changed file's
 original (or the reference fix) already performs (`tasks.check.guard.categories`), these are
 tampering: the run stops at once (os._exit) with the event named in the output, and the
 verdict is fail:
@@ -49,8 +54,10 @@ verdict is fail:
   summaries, namedtuple, typing, enum);
 - the heap (gc.get_objects/get_referrers/get_referents), ctypes, process creation and signals
   to processes (subprocess, os.system/exec*/spawn*/posix_spawn/fork/forkpty, pty, os.kill),
-  sys.settrace/setprofile, installing a signal handler, importing unittest.mock;
-- reading the code object of a test function, or opening any test file (the hidden check's,
+  sys.settrace/setprofile, installing a signal handler, importing unittest.mock, FIFOs and
+  device nodes (os.mkfifo/mknod) and pidfds (os.pidfd_open, signal.pidfd_send_signal), which
+  the guard wraps because they raise no audit event, opening /proc/<pid>/mem;
+- reading the code object of a test function or a test's frame (`f_code`), or opening any test file (the hidden check's,
   the repository's, conftest.py, their caches) -- never allowed; writing Python sources in
   the repository.
 
@@ -64,7 +71,10 @@ The hidden tests' own values: the guard compiles every module pytest's import ho
 rewrite (test modules, conftests) itself, instead of pytest's assertion rewriting: each
 one-operator comparison, negation and assert test first has the guard judge its operands, and
 a value whose comparison, hash, truth or numeric dunders come from changed code that never
-defined such (`tasks.check.guard`'s "dunders"), or mock.ANY, stops the run; `unittest.TestCase`'s
+defined such (`tasks.check.guard`'s "dunders"), a C method bound under a comparison's name
+that is not the built-in base's own method of that name (`__eq__ = int.__ne__`), or mock.ANY,
+stops the run; items of built-in containers and their subclasses are looked at through the
+built-in's own C iteration; `unittest.TestCase`'s
 assert methods judge their first two arguments the same way. A hidden test module that runs
 any code but the guard's compiled code (a planted .pyc, an import that bypassed the hook) is
 tampering. pytest's detailed assertion messages are therefore not in the check's output.
@@ -90,10 +100,14 @@ What this does NOT guarantee
   pytest objects behind a reference the sealing does not cover (a conftest that stores its
   config in a global). The static change policy, which refuses such constructs in the
   agent's edits, is the defence there.
-- Deferred execution that never runs changed code: a C-level callable (exec, a stdlib
-  function) invoked later by the interpreter -- through a hand-built weakref.finalize registry
-  entry, a lazy iterator the test consumes, a thread pool started by untouched code -- runs
-  with no agent frame on the stack, so only the target rules above apply to it.
+- Deferred execution that never runs changed code: a C-level callable (a stdlib function, a
+  partial of one) invoked later by the interpreter -- a weakref callback, a hand-built
+  weakref.finalize registry entry, a lazy iterator the test consumes, a thread pool started by
+  untouched code -- runs with no agent frame on the stack, so only the target rules above apply
+  to what it does (code it makes at run time is the agent's only while the collector holds such
+  a callback).
+- A class the original file allowed to define comparison dunders: its methods are judged by
+  provenance, not compared with the original class's.
 - Values whose permissive comparison comes from outside the changed files: a configured
   MagicMock, a repository class that is equal to anything by design. Comparisons made inside
   repository helpers that pytest does not rewrite are not judged.

@@ -38,7 +38,7 @@ _FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame"}
 _GENERATORS = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 _CODE_ATTRS = {"__code__", "gi_code", "cr_code", "ag_code"}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-_PROTECTED_MODULES = ("_thread", "_signal", "_imp")
+_PROTECTED_MODULES = ("_thread", "_signal", "_imp", "posix")
 
 
 def _abspath(path, cwd):
@@ -67,6 +67,7 @@ _TYPE_DICT_MODULE = _MODULE_TYPE.__dict__["__dict__"].__get__
 
 
 _FUNCTION = type(_abspath)
+_FRAME = types.FrameType
 
 
 class _Bound:

@@ -6,6 +6,35 @@ from __future__ import annotations
 from .base import _TEST_DIRS, _TEST_NAMES, TAMPER_EXIT, _abspath
 
 
+def _code_cats(st, code):
+    """The categories a code object may use, or None for trusted code. Provenance first: code
+    made at run time is recorded by identity when it is run or made into a function
+    (`_record_code`), whatever name it carries; then the file it was loaded from."""
+    hit = st.code_taint.get(id(code))
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    return _untrusted_cats(st, code.co_filename)
+
+
+def _record_code(st, code, cats):
+    """Code made at run time, and every code object nested in it, runs as untrusted code with
+    `cats` (intersected with what it already had), wherever it is called from. The entries
+    hold the code objects, so an id is never reused while it is recorded."""
+    todo = [code]
+    while todo:
+        c = todo.pop()
+        hit = st.code_taint.get(id(c))
+        if hit is not None and hit[0] is c:
+            if hit[1] <= cats:
+                continue
+            cats_c = hit[1] & cats
+        else:
+            cats_c = cats
+        st.code_taint[id(c)] = (c, cats_c)
+        todo += [k for k in c.co_consts if type(k) is type(c)]
+    st.type_cache.clear()
+
+
 def _untrusted_cats(st, filename):
     """The categories code from `filename` may use, or None for trusted code (cached)."""
     hit = st.cache.get(filename, st)
@@ -32,7 +61,7 @@ def _attribute(st, frame, cat):
         code = f.f_code
         if code in sinks:
             return None
-        cats = _untrusted_cats(st, code.co_filename)
+        cats = _code_cats(st, code)
         if cats is None and cat == "frames" and cat in st.own.get(_abspath(code.co_filename, st.root), ()):
             return None  # not run-time code claiming the file's name: that is tainted, never trusted
         if cats is not None and cat not in cats:
@@ -50,7 +79,7 @@ def _taint_of(st, frame):
     found = st.thread_taint.get(st.get_ident())
     f = frame
     while f is not None:
-        cats = _untrusted_cats(st, f.f_code.co_filename)
+        cats = _code_cats(st, f.f_code)
         if cats is not None:
             found = cats if found is None else found & cats
         f = f.f_back

@@ -7,6 +7,7 @@ import sys
 from .base import (
     _CODE,
     _CODE_ATTRS,
+    _FRAME,
     _FRAME_ATTRS,
     _FUNCTION,
     _GENERATORS,
@@ -26,7 +27,18 @@ from .base import (
     _mro,
     _type_dict,
 )
-from .core import _attribute, _is_test_code, _read_all, _short, _taint, _taint_of, _test_like, _untrusted_cats
+from .core import (
+    _attribute,
+    _code_cats,
+    _is_test_code,
+    _read_all,
+    _record_code,
+    _short,
+    _taint,
+    _taint_of,
+    _test_like,
+    _untrusted_cats,
+)
 from .values import _compile_test, _odd_method, _odd_value
 
 _CTYPES_EVENTS = ("addressof", "call_function", "cdata", "cdata/buffer", "create_string_buffer",
@@ -150,6 +162,9 @@ def _file_rule(st, path, op, frame):
             return f"{who} touched the check's JUnit report" if who else None  # pytest's junitxml
         return f"touches the check's own files ({p})"
     a = _abspath(p, st.getcwd())
+    if _process_memory(a):
+        who = _attribute(st, frame, "ctypes")
+        return f"{who} opened a process's memory ({a})" if who else None
     inside = a.startswith(st.root + "/")
     name = a.rsplit("/", 1)[-1]
     if op != "read" and (a in st.hidden or inside and (
@@ -174,11 +189,16 @@ def _on_getattr(st, args, frame):
     if name in _FRAME_ATTRS:
         who = _attribute(st, frame, "frames")
         return f"{who} took a frame ({name})" if who else None
-    if name in _CODE_ATTRS:
+    if name in _CODE_ATTRS or name == "f_code":
         if frame.f_code in st.signature_readers:
             return None
         kind = type(obj)
-        code = obj.__code__ if kind is _FUNCTION else getattr(obj, name, None) if kind in _GENERATORS else None
+        if kind is _FUNCTION:
+            code = obj.__code__
+        elif kind in _GENERATORS or kind is _FRAME:
+            code = getattr(obj, name, None)  # not judged again: the guard is busy
+        else:
+            code = None
         filename = code.co_filename if type(code) is _CODE else ""
         if filename and _is_test_code(st, filename):
             who = _attribute(st, frame, "tests")
@@ -195,7 +215,13 @@ def _on_setattr(st, args, frame):
         if any(c is st.audit for c in code.co_consts):
             return "replaces the code of one of the guard's wrappers"
         who = _attribute(st, frame, "exec")
-        return f"{who} replaced a function's code" if who else None
+        if who:
+            return f"{who} replaced a function's code"
+        value = args[2] if len(args) > 2 else None
+        if type(value) is _CODE:
+            cats = _taint_of(st, frame)
+            _judge_made(st, value, frozenset() if cats is None and _foreign_callbacks(st) else cats)
+        return None
     if id(obj) in st.watched_classes:
         who = _attribute(st, frame, "tests")
         return f"{who} changed {st.watched_classes[id(obj)]}.{name}" if who else None
@@ -203,12 +229,19 @@ def _on_setattr(st, args, frame):
 
 
 def _code_rule(st, event):
-    """Code made at run time (compile, exec, new code or function objects, marshal) while
-    changed code is on the stack becomes changed code itself: its file name is tainted. The
-    import system and pytest's rewriter, compiling what they read from disk, are exempt."""
+    """Code made at run time (compile, exec, new code or function objects, marshal) is trusted
+    by provenance, never by its name: made while changed code is on the stack (or while a
+    callback of unknown origin is registered with the garbage collector, see
+    `_foreign_callbacks`), it is untrusted wherever it runs later. compile, code.__new__ and
+    marshal.loads do not show the code they make: what they decided is kept per thread and
+    per file name, and applied by identity when the code is run (exec) or made into a function
+    (`function.__new__`, a `__code__` assignment). A real file name made at run time by changed
+    code is tainted as a whole; the import system and pytest's rewriter, compiling what they
+    read from disk, are exempt."""
     def judge(args, frame):
-        if event == "exec" and type(args[0]) is _CODE and args[0].co_name == "<module>":
-            why = _hidden_module_run(st, args[0])
+        made = args[0] if event in ("exec", "function.__new__") and type(args[0]) is _CODE else None
+        if event == "exec" and made is not None and made.co_name == "<module>":
+            why = _hidden_module_run(st, made)
             if why:
                 return why
         code = frame.f_code
@@ -217,25 +250,60 @@ def _code_rule(st, event):
             return None
         if event == "compile" and len(args) > 1 and _imported_from_disk(st, frame, args[0], args[1]):
             return None
-        if event == "compile":
-            filename = args[1] if len(args) > 1 else "<unknown>"
-        elif event == "code.__new__":
-            filename = args[1]
-        elif event == "marshal.loads":
-            filename = None
-        else:
-            filename = args[0].co_filename if type(args[0]) is _CODE else None
+        cats = _taint_of(st, frame)
+        if cats is None and _foreign_callbacks(st):
+            cats = frozenset()
+        if made is not None:
+            _judge_made(st, made, cats)
+            return None
+        filename = args[1] if event in ("compile", "code.__new__") and len(args) > 1 else None
         filename = _path_text(st, filename)[0] if filename is not None else None
+        st.last_made[st.get_ident()] = (filename, cats)
         if isinstance(filename, str) and filename.startswith("<doctest ") and _doctest_untrusted(st, filename):
             _taint(st, filename)
             return None
-        cats = _taint_of(st, frame)
-        if cats is not None and "exec" not in cats:
-            if filename is None:
-                return "loads code objects (marshal) from changed code"
-            _taint(st, filename)
+        if cats is None:
+            return None
+        if filename is None:
+            return None if "exec" in cats else "loads code objects (marshal) from changed code"
+        before = st.made_untrusted.get(filename)
+        st.made_untrusted[filename] = cats if before is None else before & cats
+        if filename[:1] != "<" and "exec" not in cats:
+            _taint(st, filename)  # a real file's name: that file is changed code from now on
         return None
     return judge
+
+
+def _judge_made(st, code, cats):
+    """`code` is about to run or become a function: record it when it was made untrusted."""
+    if cats is None:
+        last = st.last_made.pop(st.get_ident(), None)
+        if last is not None and last[0] == code.co_filename:
+            cats = last[1]  # made just now, in this thread (exec of a string compiles it first)
+        else:
+            cats = st.made_untrusted.get(code.co_filename)
+    if cats is not None:
+        _record_code(st, code, cats)
+
+
+def _foreign_callbacks(st):
+    """Whether the garbage collector holds a callback that was not there when the guard was
+    installed and is no plain function of trusted code: a C callable (functools.partial of
+    exec) that the collector calls with no frame of its maker on the stack."""
+    for callback in list(st.gc_callbacks):
+        if any(callback is known for known in st.gc_callbacks_before):
+            continue
+        if type(callback) is not _FUNCTION or _code_cats(st, callback.__code__) is not None:
+            return True
+    return False
+
+
+def _process_memory(path):
+    """/proc/<self|pid|thread-self>/[task/<tid>/]mem (and its kin): another way to write the
+    interpreter's memory, as ctypes would."""
+    parts = path.split("/")
+    return len(parts) >= 4 and parts[1] == "proc" and parts[-1] in ("mem", "pagemap") and (
+        parts[2] in ("self", "thread-self") or parts[2].isdigit())
 
 
 def _imported_from_disk(st, frame, source, filename):
@@ -288,7 +356,7 @@ def _custom_rules(st):
         function, fargs, fkwargs, box = args
         for hook_name in ("_trace_hook", "_profile_hook"):  # threading.settrace: runs in the new thread
             code = _function_code(_TYPE_DICT_MODULE(st.threading).get(hook_name))
-            if code is not None and _untrusted_cats(st, code.co_filename) is not None:
+            if code is not None and _code_cats(st, code) is not None:
                 return "changed code set a trace or profile function for new threads"
         taint = _taint_of(st, frame)
         fkwargs = fkwargs if fkwargs is not None else {}
@@ -313,7 +381,7 @@ def _custom_rules(st):
     def set_signal(args, frame):
         signum, handler, box = args
         code = _function_code(handler)
-        cats = _untrusted_cats(st, code.co_filename) if code is not None else None
+        cats = _code_cats(st, code) if code is not None else None
         if cats is not None and "signals" not in cats:
             return "changed code installs a signal handler"
         who = _attribute(st, frame, "signals")
@@ -337,7 +405,34 @@ def _custom_rules(st):
             return None
         return judge
 
+    def make_node(args, frame):
+        # A FIFO or a node is inter-process plumbing (a reader of it blocks or reads what a
+        # writer says), never part of a fix: changed code needs "process" for it; anyone needs
+        # the path to be writable under the file rules.
+        path, mode, device, dir_fd, kind, box = args
+        who = _attribute(st, frame, "process")
+        if who:
+            return f"{who} made a {kind} node"
+        why = _file_rule(st, path, "write", frame) if dir_fd is None else None
+        if why:
+            return f"{kind}: {why}"
+        if kind == "mkfifo":
+            st.mkfifo(path, mode, dir_fd=dir_fd)
+        else:
+            st.mknod(path, mode, device, dir_fd=dir_fd)
+        box.append(True)
+        return None
+
+    def pidfd(args, frame):
+        name, fargs, fkwargs, box = args
+        who = _attribute(st, frame, "process")
+        if who:
+            return f"{who} called {name}"
+        box.append(st.pidfd[name](*fargs, **fkwargs))
+        return None
+
     return {"fixrl.thread": start_thread, "fixrl.signal": set_signal, "fixrl.finalize": finalize,
+            "fixrl.mknod": make_node, "fixrl.pidfd": pidfd,
             "fixrl.create_builtin": builtin(st.create_builtin), "fixrl.exec_builtin": builtin(st.exec_builtin),
             **_value_rules(st)}
 

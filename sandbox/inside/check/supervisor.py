@@ -165,7 +165,9 @@ def _judged(args, workdir, pythonpath, changed, hidden, out_w, guard, own):
 
 
 def _clean_env():
-    for key in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
+    # Variables a shell sets (a one-shot run starts from `bash -c`, a forked one does not) go,
+    # so that the environment is the same however the runner was started.
+    for key in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PWD", "OLDPWD", "SHLVL", "_"):
         os.environ.pop(key, None)
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -175,7 +177,9 @@ def _clean_env():
 def _run_pytest(args, pythonpath, plugin):
     _clean_env()
     sys.path[0:0] = [os.getcwd(), *(_abspath(p, os.getcwd()) for p in pythonpath)]
-    sys.argv[0] = pytest.__file__
+    # The same argv whatever started the runner (a launcher's config, a zygote's prelude): no
+    # check file's name, no marker of which run this is.
+    sys.argv[:] = [pytest.__file__]
     code = pytest.main(list(args), plugins=[plugin])
     sys.stdout.flush()
     sys.stderr.flush()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import builtins
 
 from .base import _C_SLOTS, _CODE, _TYPE_NAME, _TYPE_QUALNAME, _c_type, _function_code, _mro, _type_dict
-from .core import _read_all, _short, _untrusted_cats
+from .core import _code_cats, _read_all, _short
 
 _COMPARE_OPS = ("Eq", "NotEq", "Lt", "LtE", "Gt", "GtE", "In", "NotIn")
 _AUDIT_SENTINEL = "\x00fixrl: sys.audit\x00"
@@ -96,7 +96,7 @@ def _builtins_replaced(st):
 
 def _changed_function(st, value):
     code = _function_code(value)
-    return code is not None and _untrusted_cats(st, code.co_filename) is not None
+    return code is not None and _code_cats(st, code) is not None
 
 
 def _odd_value(st, values, budget=10_000):
@@ -112,23 +112,65 @@ def _odd_value(st, values, budget=10_000):
             why = st.type_cache[tp] = _odd_type(st, tp)
         if why:
             return why
-        if tp in (list, tuple, set, frozenset):
-            todo += list(value)[:budget]
-        elif tp is dict:
-            todo += list(value.keys())[:budget] + list(value.values())[:budget]
+        todo += _items(value, tp, budget)
     return None
 
 
+_CONTAINERS = (list, tuple, set, frozenset)
+
+
+def _items(value, tp, budget):
+    """The items a container holds, read through the built-in base's own C iteration (a
+    subclass's __iter__, keys or values is never called: its items are what its comparison
+    compares), up to `budget`; [] for anything else."""
+    if tp in _CONTAINERS:
+        return list(value)[:budget]
+    if tp is dict:
+        return list(value.keys())[:budget] + list(value.values())[:budget]
+    if _c_type(tp):
+        return []  # an int, a str, a C type's value: no items a comparison would look at
+    mro = _mro(tp)
+    for base in _CONTAINERS:
+        if base in mro:
+            out = []
+            for item in base.__iter__(value):
+                if len(out) >= budget:
+                    break
+                out.append(item)
+            return out
+    if dict in mro:
+        return ([k for k, _ in zip(dict.keys(value), range(budget))]
+                + [v for v, _ in zip(dict.values(value), range(budget))])
+    return []
+
+
+_DECIDING = frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__len__",
+                       "__contains__"})
+"""The dunders that decide a comparison or an assert by themselves: a C method bound under one
+of these names must be the built-in base's own method of that name."""
+
+
 def _odd_type(st, tp):
-    for klass in _mro(tp):
+    mro = _mro(tp)
+    for klass in mro:
         if _c_type(klass):
             continue
         namespace = _type_dict(klass)
         for name in _VALUE_DUNDERS & namespace.keys():
-            why = _odd_method(st, namespace[name], "dunders")
+            fn = namespace[name]
+            why = _odd_method(st, fn, "dunders")
+            if not why and name in _DECIDING and type(fn) in _C_SLOTS and not _inherited_slot(fn, name, mro):
+                why = f"the C method {_TYPE_NAME(fn.__objclass__)}.{fn.__name__} rebound"
             if why:
                 return f"{_TYPE_QUALNAME(klass)}.{name} ({why})"
     return None
+
+
+def _inherited_slot(fn, name, mro):
+    """Whether a C method in a class's namespace is what the class would inherit anyway: the
+    same name, defined by a C type it derives from (int.__eq__ on a subclass of int; never
+    object.__ne__ bound as __eq__, which makes every wrong result equal)."""
+    return fn.__name__ == name and fn.__objclass__ in mro
 
 
 def _odd_method(st, fn, cat):
@@ -138,5 +180,5 @@ def _odd_method(st, fn, cat):
     code = _function_code(fn)
     if code is None:  # operator.is_not, a partial: a method whose code nobody can see
         return f"{_TYPE_NAME(type(fn))}: not a function"
-    cats = _untrusted_cats(st, code.co_filename)
+    cats = _code_cats(st, code)
     return _short(st, code.co_filename) if cats is not None and cat not in cats else None

@@ -8,7 +8,9 @@ import _signal
 import _thread
 import builtins
 import importlib
-import signal  # noqa: F401 - its handlers go through the guard (_signal.signal is _set_signal)
+import os
+import posix
+import signal  # its handlers and pidfd signals go through the guard
 import sys
 import threading
 import unittest
@@ -69,6 +71,26 @@ def _exec_builtin(module):
     return box[0]
 
 
+def _make_node(path, mode=0o600, device=0, *, dir_fd=None):
+    """os.mkfifo / os.mknod through the guard (neither raises an audit event of its own): a
+    FIFO or device node where the check or a test reads a file is judged as writing it."""
+    box = []
+    sys.audit("fixrl.mknod", path, mode, device, dir_fd, KIND, box)  # noqa: F821 - KIND: the copy's global
+    if not box:
+        raise PermissionError(f"cannot make a node at {path!r}")
+    return None
+
+
+def _pidfd(*args, **kwargs):
+    """os.pidfd_open / signal.pidfd_send_signal through the guard (no audit event of their own):
+    a handle on a process, or a signal sent through one, is process control."""
+    box = []
+    sys.audit("fixrl.pidfd", NAME, args, kwargs, box)  # noqa: F821 - NAME: the detached copy's global
+    if not box:
+        raise PermissionError(f"{NAME} is not available")  # noqa: F821
+    return box[0]
+
+
 def _rewrite_test(fn, config):
     """pytest's `_rewrite_test` (how a test module or conftest is compiled) through the guard."""
     box = []
@@ -126,6 +148,12 @@ def _wrap_modules():
     _imp.create_builtin = _detached(_create_builtin)
     _imp.exec_builtin = _detached(_exec_builtin)
     weakref.finalize.__init__ = _detached(_finalize_init)
+    os.mkfifo = posix.mkfifo = _detached(_make_node, KIND="mkfifo")
+    os.mknod = posix.mknod = _detached(_make_node, KIND="mknod")
+    if hasattr(posix, "pidfd_open"):
+        os.pidfd_open = posix.pidfd_open = _detached(_pidfd, NAME="os.pidfd_open")
+    if hasattr(_signal, "pidfd_send_signal"):
+        signal.pidfd_send_signal = _signal.pidfd_send_signal = _detached(_pidfd, NAME="signal.pidfd_send_signal")
 
 
 def _seal(st, obj, names):
