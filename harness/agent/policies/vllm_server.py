@@ -13,8 +13,9 @@ LoRA enabled and runtime adapter loading allowed.
 
 It is stopped on every exit path: `close()` / the context manager (Ctrl-C included: it is a
 KeyboardInterrupt through the `with`), and, if this process dies without running either (SIGKILL),
-by the kernel: the child is started with PR_SET_PDEATHSIG, so it gets SIGTERM when its parent
-thread exits. There is deliberately no `__del__`: a finaliser runs at an unknown time, if at all.
+by the kernel: the child is started with PR_SET_PDEATHSIG, so it gets SIGTERM when the thread
+that started it exits -- start servers from the main thread (or one that lives as long as them).
+There is deliberately no `__del__`: a finaliser runs at an unknown time, if at all.
 
 What it does not guarantee: that the port stays free between choosing it and the server binding
 it (another process may take it; start-up then fails with the server's own message).
@@ -56,6 +57,10 @@ class ServerSpec:
     """Largest LoRA rank the server accepts for a hot-swapped adapter."""
     max_model_len: int = 8192
     """Context length the server allocates for (prompt and reply of one turn)."""
+    dtype: str = "float32"
+    """Weights' dtype on the server: float32 matches the trainer on a CPU (its log-probs then equal a
+    transformers forward to ~1e-6); "auto" takes the checkpoint's (vLLM's CPU build downcasts float32
+    checkpoints to bfloat16)."""
     kv_cache_gb: int = 1
     """VLLM_CPU_KVCACHE_SPACE: KV cache size in GiB (CPU build; the server takes ~3.8 GB with 1)."""
     extra_args: tuple[str, ...] = ()
@@ -114,7 +119,7 @@ class VLLMServer:
         s = self.spec
         return [s.python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(s.model),
                 "--host", "127.0.0.1", "--port", str(self.port), "--generation-config", "vllm",
-                "--logprobs-mode", "processed_logprobs", "--max-model-len", str(s.max_model_len),
+                "--logprobs-mode", "processed_logprobs", "--max-model-len", str(s.max_model_len), "--dtype", s.dtype,
                 "--enable-lora", "--max-lora-rank", str(s.max_lora_rank), "--max-loras", "2",
                 "--served-model-name", "base", "--disable-log-stats", *s.extra_args]
 
