@@ -30,6 +30,7 @@ server (one to two minutes a step here).
 from __future__ import annotations
 
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,7 @@ class VLLMPolicy:
         self._seed = 0
         self._lock = threading.Lock()
         self._loaded = 0
+        self._tag = uuid.uuid4().hex[:8]
         self._threads = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="fixrl-vllm")
         self.server: VLLMServer | None = None
         try:
@@ -126,20 +128,28 @@ class VLLMPolicy:
         check_adapter_dir(adapter)
         with self._lock:
             self._loaded += 1
-            name = f"adapter-{self._loaded}"
+            version = f"adapter-{self._loaded}"
+            # The server's name is unique to this policy: several runs may share one server.
+            name = f"{version}-{self._tag}"
             request_json(self.url + "/v1/load_lora_adapter",
                          {"lora_name": name, "lora_path": str(Path(adapter).resolve())}, timeout=self.request_timeout)
-            old, self._model_name, self.version = self.version, name, name
-        if old != BASE:
-            try:
-                request_json(self.url + "/v1/unload_lora_adapter", {"lora_name": old}, timeout=self.request_timeout)
-            except VLLMServerError:
-                pass  # an adapter left loaded costs the server memory, not correctness
-        return name
+            old, self._model_name, self.version = self._model_name, name, version
+        if old != self.base:
+            self._unload(old)
+        return version
+
+    def _unload(self, name: str) -> None:
+        try:
+            request_json(self.url + "/v1/unload_lora_adapter", {"lora_name": name}, timeout=self.request_timeout)
+        except VLLMServerError:
+            pass  # an adapter left loaded costs the server memory, not correctness
 
     def close(self) -> None:
         """Stop this policy's threads and the server it started (not a server given by URL)."""
         self._threads.shutdown(wait=False, cancel_futures=True)
+        if self.server is None and getattr(self, "_model_name", None) not in (None, getattr(self, "base", None)):
+            self._unload(self._model_name)  # a shared server keeps serving others
+            self._model_name = self.base
         if self.server is not None:
             self.server.close()
             self.server = None
