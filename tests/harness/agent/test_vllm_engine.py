@@ -52,7 +52,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_ctrl_c_stops_the_server_the_run_started(vllm_python, tiny32_model, tiny_suite_dir, tmp_path):
-    """`fixrl rollout --engine vllm` is interrupted (SIGINT, as Ctrl-C) while its episodes run:
+    """`fixrl rollout --engine vllm` is interrupted (SIGINT, as Ctrl-C) while its server starts:
     it exits and the server it started is gone."""
     cmd = [sys.executable, "-m", "fixrl.harness.cli", "rollout", "--model", str(tiny32_model), "--engine", "vllm",
            "--vllm-python", str(vllm_python), "--suite", str(tiny_suite_dir), "-n", "200", "--max-new-tokens", "8",
@@ -65,13 +65,10 @@ def test_ctrl_c_stops_the_server_the_run_started(vllm_python, tiny32_model, tiny
             server = _children_running("vllm.entrypoints.openai.api_server", proc.pid)
             time.sleep(1)
         assert server, f"no server started: {proc.communicate(timeout=30)[0].decode()[-3000:]}"
-        # Let start-up finish and episodes begin generating before the interrupt.
-        while time.monotonic() < deadline and proc.poll() is None:
-            log = sorted(Path("/tmp").glob("fixrl-vllm-*.log"), key=lambda p: p.stat().st_mtime)[-1].read_text(
-                errors="replace")
-            if "POST /v1/completions" in log:
-                break
-            time.sleep(1)
+        # Interrupted while the server loads (the run waits on /health): the same `finally` that
+        # closes the policy mid-episode, without paying a second server's full start-up here;
+        # the GRPO test's run and the other tests cover close() after episodes ran.
+        time.sleep(5)
         assert proc.poll() is None, proc.communicate(timeout=30)[0].decode()[-3000:]
         os.kill(proc.pid, signal.SIGINT)
         out = proc.communicate(timeout=120)[0].decode()
