@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_harness_rollout import check_mask_and_spans, check_template_exact
 
 from fixrl.harness.agent.chat import encode, render
 from fixrl.harness.agent.policies import GenRequest
-from test_harness_rollout import check_mask_and_spans, check_template_exact
 
 pytestmark = pytest.mark.slow
 
