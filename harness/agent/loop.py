@@ -101,7 +101,10 @@ class _Loop:
         self.policy = policy
         self.tok = policy.tokenizer
         self.eot = end_of_turn_id(self.tok)
-        self.budget = max_total_tokens
+        # A server's context length bounds an episode like a token budget (it ends out_of_tokens,
+        # rather than the server refusing the request and the run failing).
+        context = getattr(policy, "max_context", None)
+        self.budget = min(max_total_tokens or context, context) if context else max_total_tokens
 
     def begin(self, ep: _Episode, started: Started) -> None:
         messages, tools = started.messages, started.tools

@@ -96,7 +96,7 @@ class VLLMPolicy:
                 self.server = VLLMServer(spec or ServerSpec(model=self.model_path)).start()
                 url = self.server.url
             self.url = url.rstrip("/")
-            self.base = self._served_model()
+            self.base, self.max_context = self._served_model()
             self.version = BASE
             self._model_name = self.base
             if adapter is not None:
@@ -162,11 +162,14 @@ class VLLMPolicy:
 
     # ------------------------------------------------------------------ internals
 
-    def _served_model(self) -> str:
+    def _served_model(self) -> tuple[str, int | None]:
+        """(the served base model's name, its context length in tokens when the server says)."""
         models = request_json(self.url + "/v1/models", timeout=30)
         try:
-            return str(models["data"][0]["id"])
-        except (TypeError, KeyError, IndexError):
+            first = models["data"][0]
+            length = first.get("max_model_len")
+            return str(first["id"]), int(length) if length else None
+        except (TypeError, KeyError, IndexError, AttributeError, ValueError):
             raise VLLMServerError(f"{self.url}/v1/models: no model listed ({models!r:.300})") from None
 
     def _one(self, req: GenRequest) -> Generation:
@@ -176,6 +179,8 @@ class VLLMPolicy:
         turn = state.turn
         state.turn += 1
         cap = max(1, min(req.max_new_tokens, self.max_new_tokens))
+        if self.max_context is not None:  # the loop keeps prompt + cap within it (its token budget)
+            cap = max(1, min(cap, self.max_context - len(req.prompt_ids)))
         with self._lock:
             model, version = self._model_name, self.version
         payload = {
@@ -186,7 +191,7 @@ class VLLMPolicy:
             "stop_token_ids": [self.eot_id], "ignore_eos": True, "skip_special_tokens": False,
             "include_stop_str_in_output": True, "return_token_ids": True,
         }
-        answer = request_json(self.url + "/v1/completions", payload, timeout=self.request_timeout)
+        answer = request_json(self.url + "/v1/completions", payload, timeout=self.request_timeout, retries=2)
         try:
             choice = answer["choices"][0]
             ids = [int(t) for t in choice["token_ids"]]

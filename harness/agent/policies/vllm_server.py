@@ -85,19 +85,24 @@ def _die_with_parent() -> None:
         pass  # not glibc/Linux: close() still stops it
 
 
-def request_json(url: str, payload: dict[str, Any] | None = None, timeout: float = 600.0) -> Any:
+def request_json(url: str, payload: dict[str, Any] | None = None, timeout: float = 600.0, retries: int = 0) -> Any:
     """GET (no payload) or POST JSON to `url`; the decoded JSON answer (or the text if not JSON).
-    Raises VLLMServerError with the server's message on an HTTP error or when nothing answers."""
+    A connection that fails (not an HTTP error answer) is tried `retries` more times, a second
+    apart. Raises VLLMServerError with the server's message on an HTTP error or when nothing answers."""
     data = json.dumps(payload).encode() if payload is not None else None
     req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            body = r.read().decode()
-    except urllib.error.HTTPError as e:
-        detail = e.read().decode(errors="replace")[:2000]
-        raise VLLMServerError(f"{url}: HTTP {e.code}: {detail}") from None
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
-        raise VLLMServerError(f"{url}: no answer ({e}); is the vLLM server running?") from None
+    for attempt in range(retries + 1):
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                body = r.read().decode()
+            break
+        except urllib.error.HTTPError as e:
+            detail = e.read().decode(errors="replace")[:2000]
+            raise VLLMServerError(f"{url}: HTTP {e.code}: {detail}") from None
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
+            if attempt == retries:
+                raise VLLMServerError(f"{url}: no answer ({e}); is the vLLM server running?") from None
+            time.sleep(1.0)
     try:
         return json.loads(body)
     except json.JSONDecodeError:
