@@ -34,9 +34,9 @@ def test_is_weights_scale_the_surrogate_not_the_kl():
     ref = torch.tensor([[-1.5, -2.5]])
     with_kl, _ = policy_loss(logp, logp.detach(), adv, mask, loss_type="dapo", ref_logp=ref, beta=1.0,
                              is_weights=torch.full((1, 2), 0.5))
-    kl_only = float(with_kl) - float(half)
+    kl_only = float(with_kl.detach()) - float(half.detach())
     full_kl, _ = policy_loss(logp, logp.detach(), adv, mask, loss_type="dapo", ref_logp=ref, beta=1.0)
-    assert kl_only == pytest.approx(float(full_kl) - float(plain))
+    assert kl_only == pytest.approx(float(full_kl.detach()) - float(plain.detach()))
 
 
 def test_sampler_logprobs_pad_and_cut_to_the_width():
