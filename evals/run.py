@@ -29,7 +29,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from fixrl import tasks as tasks_pkg
 from fixrl.evals.passk import Interval, bootstrap_mean, paired_bootstrap, pass_at_k, verdict
 from fixrl.evals.stats import behaviour_stats, format_stat, is_error, is_pass
-from fixrl.harness.agent.policies import Policy, PolicyConfig
+from fixrl.harness.agent.policies import Policy, PolicyConfig, close_policy
 from fixrl.harness.agent.rollouts import Rollouts, open_episode_rollouts, open_rollouts
 from fixrl.harness.agent.settings import EpisodeSettings
 from fixrl.harness.agent.trajectory import Trajectory
@@ -69,10 +69,13 @@ def run_eval(cfg: EvalConfig, progress: bool = True) -> EvalResult:
     check_ks(cfg.n, cfg.ks)
     suite, _ = load_split(cfg.suite or _builtin_suite(), cfg.split, cfg.tasks)
     policy = cfg.episode.policy.load(cfg.seed)
-    with open_episode_rollouts(suite, cfg.episode) as rollouts:
-        return evaluate(policy, suite, split=cfg.split, n=cfg.n, ks=cfg.ks, seed=cfg.seed, task_ids=cfg.tasks,
-                        rollouts=rollouts, out=cfg.out, progress=progress,
-                        policy_info=cfg.episode.policy.describe())
+    try:
+        with open_episode_rollouts(suite, cfg.episode) as rollouts:
+            return evaluate(policy, suite, split=cfg.split, n=cfg.n, ks=cfg.ks, seed=cfg.seed, task_ids=cfg.tasks,
+                            rollouts=rollouts, out=cfg.out, progress=progress,
+                            policy_info=cfg.episode.policy.describe())
+    finally:
+        close_policy(policy)  # a vLLM server started for the job stops with it
 
 
 def _builtin_suite() -> Path:

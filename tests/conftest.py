@@ -112,3 +112,36 @@ def sdist():
         return top
 
     return get
+
+
+VLLM_PYTHON = REPO_ROOT / ".vllm-venv" / "bin" / "python"
+
+
+@pytest.fixture(scope="session")
+def vllm_python() -> Path:
+    """The interpreter of the vLLM server's venv (`make vllm`; `make test` builds it)."""
+    if not VLLM_PYTHON.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{VLLM_PYTHON} is missing; `make test` should have built it (`make vllm`)")
+        pytest.skip(f"no vLLM venv at {VLLM_PYTHON}: run `make vllm` to run the vLLM engine's tests")
+    return VLLM_PYTHON
+
+
+@pytest.fixture(scope="session")
+def tiny32_model() -> Path:
+    """The tiny checkpoint with a head size of 32 (vLLM's CPU attention needs >= 32)."""
+    from fixrl.harness.model.tiny import init_tiny
+
+    path = CACHE / "tiny-qwen2-head32"
+    if not (path / "config.json").exists():
+        init_tiny(path, head_dim=32)
+    return path
+
+
+@pytest.fixture(scope="session")
+def vllm_server(vllm_python, tiny32_model):
+    """One real vLLM server for the whole session (start-up takes one to two minutes)."""
+    from fixrl.harness.agent.policies.vllm_server import ServerSpec, VLLMServer
+
+    with VLLMServer(ServerSpec(model=str(tiny32_model), python=str(vllm_python))) as server:
+        yield server

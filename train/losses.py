@@ -143,8 +143,13 @@ def policy_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor
                 loss_type: str = "dapo", epsilon: float = 0.2, epsilon_high: float | None = None,
                 level: str = "token", ref_logp: Tensor | None = None, beta: float = 0.0,
                 kl_estimator: str = "k3", num_seqs: int | None = None, num_tokens: int | None = None,
-                constant: int | None = None, micro_batches: int = 1) -> tuple[Tensor, LossStats]:
+                constant: int | None = None, micro_batches: int = 1,
+                is_weights: Tensor | None = None) -> tuple[Tensor, LossStats]:
     """The GRPO-family loss to minimise and its statistics.
+
+    is_weights [B, T] or None: truncated importance sampling weights for an engine that sampled
+    with other numerics than the trainer's (TRL's `vllm_importance_sampling_correction`:
+    min(pi_old / pi_sampler, cap), no grad); they scale the clipped surrogate, not the KL term.
 
     logp [B, T] (with grad), old_logp [B, T] (the policy that sampled; pass logp.detach() for
     one on-policy update: the ratio is then exactly 1 and the loss's gradient is REINFORCE's
@@ -155,6 +160,8 @@ def policy_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor
     log_ratio = importance_log_ratio(logp, old_logp, mask, level)  # [B, T]
     objective, clipped = clipped_surrogate(log_ratio, advantages, epsilon, epsilon_high)  # [B, T]
     per_token = -objective  # [B, T]
+    if is_weights is not None:
+        per_token = per_token * is_weights.detach().to(per_token.dtype)
     kl = None
     if ref_logp is not None and beta > 0:
         kl = kl_estimate(logp, ref_logp, kl_estimator)  # [B, T]

@@ -43,7 +43,7 @@ SANDBOX_FIELDS = ("backend", "image", "pool_size")
 
 RESUMABLE_OVERRIDES = ("max_steps", "eval_steps", "save_steps", "sandbox.backend", "sandbox.image", "sandbox.pool_size",
                        "cluster.address", "cluster.retries", "cluster.call_margin", "device", "tensorboard",
-                       "keep_trajectories")
+                       "keep_trajectories", "vllm_url", "vllm_python", "vllm_startup_timeout")
 """What `--resume` may change (today's names; earlier ones such as `steps`, `pool_size` map to these)."""
 
 

@@ -101,7 +101,10 @@ class _Loop:
         self.policy = policy
         self.tok = policy.tokenizer
         self.eot = end_of_turn_id(self.tok)
-        self.budget = max_total_tokens
+        # A server's context length bounds an episode like a token budget (it ends out_of_tokens,
+        # rather than the server refusing the request and the run failing).
+        context = getattr(policy, "max_context", None)
+        self.budget = min(max_total_tokens or context, context) if context else max_total_tokens
 
     def begin(self, ep: _Episode, started: Started) -> None:
         messages, tools = started.messages, started.tools
@@ -143,6 +146,9 @@ class _Loop:
                 t.sampler_logprobs.extend([0.0] * (start - len(t.sampler_logprobs)))
             t.sampler_logprobs.extend(float(x) for x in gen.logprobs)
         t.turn_spans.append((start, len(t.token_ids)))
+        version = getattr(gen, "version", None)
+        if version is not None and version not in t.policy_versions:
+            t.policy_versions.append(version)
         if not sampled_eot:
             ep.cut_turns.append(len(t.turn_spans) - 1)
             # Cut off: close the turn so the conversation stays in the template's form; the
@@ -239,7 +245,9 @@ def run_episodes(policy: Policy, tasks: Sequence[Task], n: int, *, env: EnvSide,
                  progress: Callable[[Trajectory], None] | None = None) -> list[Trajectory]:
     """Run `n` episodes of each task; return their trajectories ordered by (task, sample).
 
-    All live episodes (at most `env.capacity`) advance in lockstep: one `policy.generate` per
+    A policy with `concurrent = True` (VLLMPolicy) runs in `async_loop.run_episodes_async`
+    instead: no lockstep, the same trajectories' form and order. Otherwise all live episodes
+    (at most `env.capacity`) advance in lockstep: one `policy.generate` per
     turn for all of them, after every tool call of the previous turn has returned (a slow tool
     call holds the turn back; its timeout bounds the wait). `traj.group` is the task's index in
     `tasks`; `traj.info` is the episode's EpisodeInfo with `sample` (0..n-1), `seed` and
@@ -250,6 +258,12 @@ def run_episodes(policy: Policy, tasks: Sequence[Task], n: int, *, env: EnvSide,
         raise ValueError(f"n must be >= 1, got {n}")
     if max_total_tokens is not None and max_total_tokens < 2:
         raise ValueError(f"max_total_tokens must be >= 2, got {max_total_tokens}")
+    if getattr(policy, "concurrent", False):
+        # A server-backed policy: each episode generates as soon as its tool call returns.
+        from fixrl.harness.agent.async_loop import run_episodes_async  # noqa: PLC0415 - it imports this module
+
+        return run_episodes_async(policy, tasks, n, env=env, seed=seed, max_total_tokens=max_total_tokens,
+                                  progress=progress)
     policy.seed(seed)
     episodes = [_Episode(index=i, group=g, task=task, sample=k, seed=episode_seed(seed, task.id, k))
                 for i, (g, task, k) in enumerate((g, t, k) for g, t in enumerate(tasks) for k in range(n))]

@@ -32,6 +32,9 @@ class Trajectory:
     sample, seed, cut_turns, ...). A dict is accepted and converted (files, older callers)."""
     group: int | None = None
     """Index of the GRPO group the trajectory belongs to (None outside training)."""
+    policy_versions: list[str] = field(default_factory=list)
+    """Which weights sampled its turns, in order of first use (a vLLM server's adapter names:
+    `base`, `adapter-N`); empty for a policy whose weights cannot change under it."""
 
     def __post_init__(self) -> None:
         if self.info is None:

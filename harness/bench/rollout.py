@@ -70,6 +70,15 @@ class Config:
     """With --ray local: the sandbox slots of each worker node."""
     calls: int = 200
     """With --ray: tool calls per arm of the latency test."""
+    engine: Literal["hf", "vllm"] = "hf"
+    """vllm: vLLM async episodes against hf lockstep, with checks as they are and slowed
+    (harness/bench/rollout_vllm.py); hf: lockstep against one at a time."""
+    vllm_url: str | None = None
+    """With --engine vllm: a running server for --model (unset: one is started and stopped)."""
+    vllm_python: str = ".vllm-venv/bin/python"
+    """With --engine vllm: the vLLM venv's interpreter (`make vllm`)."""
+    slow_check: float = 1.0
+    """With --engine vllm: seconds each hidden check sleeps in the second row."""
 
     def validate(self) -> None:
         if min(self.episodes, self.batch, self.turns, self.max_new_tokens, self.repeats) < 1:
@@ -111,6 +120,8 @@ def measure(cfg: Config) -> dict[str, Any]:
     """Both arms, each `cfg.repeats` times interleaved; the fastest run of each and the ratios."""
     if cfg.ray:
         return _ray_bench().measure(cfg)
+    if cfg.engine == "vllm":
+        return _vllm_bench().measure(cfg)
     from fixrl.harness.agent.policies.hf import HFPolicy  # noqa: PLC0415 - torch and transformers, only when the bench runs
 
     cfg.validate()
@@ -156,6 +167,8 @@ def show(result: dict[str, Any], console: Any) -> None:
     """The two arms and their ratios as a table (or the cluster benchmark's, harness/bench/ray.py)."""
     if "tool_call" in result:
         return _ray_bench().show(result, console)
+    if result.get("engine") == "vllm":
+        return _vllm_bench().show(result, console)
 
     table = Table(title=f"agent loop on {Path(result['model']).name}, fastest of {result['repeats']} runs per arm "
                         f"({result['device']}, {result['cpus']} CPUs, "
@@ -179,3 +192,10 @@ def _ray_bench() -> Any:
     from fixrl.harness.bench import ray  # noqa: PLC0415 - the cluster modules, only with --ray
 
     return ray
+
+
+def _vllm_bench() -> Any:
+    """The `--engine vllm` arms' module, imported only for them."""
+    from fixrl.harness.bench import rollout_vllm  # noqa: PLC0415 - the vLLM engine, only with --engine vllm
+
+    return rollout_vllm

