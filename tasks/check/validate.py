@@ -29,8 +29,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from fixrl.sandbox.base import SandboxError
+from fixrl.sandbox.base import SandboxConfigError, SandboxError
+from fixrl.sandbox.factory import image_unsupported
 from fixrl.sandbox.pool import SandboxPool
+from fixrl.tasks.check.images import image_problem
 from fixrl.tasks.check.reward import Score, Submission, score
 from fixrl.tasks.check.rules import judge_changes, relax_hint, repo_modules, tree_changes
 from fixrl.tasks.check.validate_cache import ValidationCache
@@ -315,6 +317,16 @@ def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2
         hit = store.get(task, keys[task.id]) if store else None
         if hit is not None:
             done[task.id] = _cached_result(hit, task)
+            if progress:
+                progress(done[task.id])
+    why = image_unsupported(backend, image)
+    if why:
+        raise SandboxConfigError(f"--image {image}: {why}")
+    for task in tasks:   # not a verdict on the task: the backend cannot run it (never cached)
+        problem = image_problem(task, backend) if image is None else None
+        if problem:   # over a cached result too: one stored before images were refused here
+            done[task.id] = ValidationResult(task.id, ok=False, reasons=[problem],
+                                             file=str(task.source_file) if task.source_file else None)
             if progress:
                 progress(done[task.id])
     todo = [t for t in tasks if t.id not in done]

@@ -1,0 +1,111 @@
+"""A new user's mistakes, each ending in one message that names the thing and says what to do
+(issue 34): a typo'd flag, `image:` on the local backend, a suite without held-out tasks, an
+eval into an existing result, Ctrl-C in an eval. Real commands on the tiny suite."""
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fixrl.harness.cli import main
+from fixrl.train.config import GRPOConfig
+from fixrl.train.grpo import load_run_suite
+
+
+@pytest.fixture
+def own_suite(tiny_suite_dir, tmp_path) -> Path:
+    """A copy of the tiny suite the test may change."""
+    return Path(shutil.copytree(tiny_suite_dir, tmp_path / "mine"))
+
+
+def _set_field(suite: Path, task_id: str, **fields) -> Path:
+    path = suite / "tasks" / f"{task_id}.yaml"
+    data = yaml.safe_load(path.read_text())
+    data.update(fields)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize("argv,meant", [
+    (["eval", "--splt", "train"], "--split"),
+    (["tasks", "validate", "SUITE", "--jbs", "2"], "--jobs"),
+    (["rollout", "--polcy", "oracle"], "--policy"),
+    (["grpo", "--stpes", "3"], "--steps"),
+])
+def test_a_typod_flag_gets_the_commands_own_suggestion(argv, meant, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    command = " ".join(a for a in argv[:2] if not a.startswith("-") and a != "SUITE")
+    assert f"fixrl {command}: error: unrecognized arguments: {argv[-2]}" in err
+    assert f"did you mean {meant}" in err
+
+
+def test_an_image_the_local_backend_cannot_honour_is_an_error(own_suite, capsys):
+    """On main the image was ignored: the oracle scored 0.000 with no errored episode."""
+    task_file = _set_field(own_suite, "clamp-high", image="python:3.12-slim")
+    rc = main(["eval", "--policy", "oracle", "--suite", str(own_suite), "-n", "1", "-k", "1", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert str(task_file) in err and "image: python:3.12-slim" in err and "--backend docker" in err
+    assert main(["tasks", "validate", str(own_suite), "--task", "clamp-high", "--json", "--no-cache"]) == 1
+    (result,) = json.loads(capsys.readouterr().out)["results"]
+    assert not result["ok"] and "--backend docker" in result["reasons"][0]
+
+
+def test_a_suite_without_heldout_tasks_says_which_split_flag_to_give(own_suite, capsys, caplog):
+    _set_field(own_suite, "clamp-high", split="train")   # as `fixrl tasks new` writes every task
+    assert main(["eval", "--policy", "oracle", "--suite", str(own_suite), "-n", "1", "-k", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "--split heldout" in err and "give --split train" in err
+    with caplog.at_level(logging.WARNING, logger="fixrl.train.grpo"):
+        _, _, do_eval = load_run_suite(GRPOConfig(suite=str(own_suite), out="x"))
+    assert not do_eval
+    assert "held-out evaluation is OFF" in caplog.text and "--eval-split" in caplog.text
+
+
+def test_eval_never_replaces_a_result_silently(tiny_suite_dir, tmp_path, capsys):
+    out = tmp_path / "ev"
+    argv = ["eval", "--policy", "oracle", "--suite", str(tiny_suite_dir), "-n", "1", "-k", "1", "--no-progress",
+            "--out", str(out)]
+    assert main(argv) == 0
+    (out / "report").mkdir()   # as `fixrl report` leaves it
+    before = (out / "results.json").read_text()
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"--out {out}: already holds eval results" in err and "--overwrite" in err
+    assert (out / "results.json").read_text() == before
+    assert main([*argv, "--seed", "3", "--overwrite"]) == 0
+    assert json.loads((out / "results.json").read_text())["seed"] == 3 and not (out / "report").exists()
+
+
+def test_ctrl_c_in_an_eval_keeps_the_finished_episodes(tiny_suite_dir, tmp_path):
+    out = tmp_path / "ev"
+    argv = ["eval", "--policy", "oracle", "--suite", str(tiny_suite_dir), "-n", "60", "-k", "1", "--out", str(out)]
+    code = f"import sys; from fixrl.harness.cli import main; sys.exit(main({argv!r}))"
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "COLUMNS": "80"})
+    lines = []
+    for line in proc.stderr:   # plain progress lines: stderr is a pipe
+        lines.append(line)
+        if line.startswith("eval: 1/60 episodes"):
+            proc.send_signal(signal.SIGINT)
+            break
+    rest = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 130, "".join(lines) + rest
+    assert "eval interrupted:" in rest and f"written to {out}/" in rest
+    result = json.loads((out / "results.json").read_text())
+    finished = result["overall"]["interrupted"]["finished"]
+    assert 1 <= finished < 60 and result["overall"]["interrupted"]["planned"] == 60
+    with gzip.open(out / "trajectories.jsonl.gz", "rt") as f:
+        assert sum(1 for _ in f) == finished
+    assert main(["report", str(out)]) == 0
