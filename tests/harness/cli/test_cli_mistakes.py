@@ -19,6 +19,7 @@ import yaml
 from fixrl.harness.cli import main
 from fixrl.train.config import GRPOConfig
 from fixrl.train.grpo import load_run_suite
+from fixrl.train.resolve import make_config, resolve
 
 
 @pytest.fixture
@@ -109,3 +110,20 @@ def test_ctrl_c_in_an_eval_keeps_the_finished_episodes(tiny_suite_dir, tmp_path)
     with gzip.open(out / "trajectories.jsonl.gz", "rt") as f:
         assert sum(1 for _ in f) == finished
     assert main(["report", str(out)]) == 0
+
+
+def test_resume_accepts_the_flags_the_run_was_started_with(tiny_suite_dir, tmp_path, capsys):
+    """An interrupted `fixrl grpo ...` rerun as `fixrl grpo ... --resume`: the same values are
+    accepted (a path spelled another way too); a value that differs is refused, both named."""
+    out = tmp_path / "run"
+    started = ["grpo", "--model", str(tmp_path / "m"), "--suite", str(tiny_suite_dir), "--out", str(out),
+               "--preset", "octlm", "--lr", "2e-05", "-G", "4", "--steps", "6"]
+    (out / "checkpoint").mkdir(parents=True)
+    resolve(make_config("octlm", model=str(tmp_path / "m"), suite=str(tiny_suite_dir), out=str(out),
+                        learning_rate=2e-5, num_generations=4, max_steps=6)).save(out / "checkpoint" / "config.json")
+    again = [a.replace(str(tiny_suite_dir), f"{tiny_suite_dir}/../{tiny_suite_dir.name}") for a in started]
+    assert main([*again, "--steps", "8", "--resume", "--print-config"]) == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["max_steps"] == 8
+    assert main([*started, "-G", "8", "--resume", "--print-config"]) == 2
+    err = capsys.readouterr().err
+    assert "drop --num-generations 8 (the run has 4)" in err and "--learning-rate" not in err
