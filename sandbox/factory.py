@@ -23,6 +23,18 @@ def image_unsupported(backend: str, image: str | None) -> str | None:
     return None
 
 
+def require_images(backend: str, images: set[str | None]) -> None:
+    """SandboxError (how to build it) for the first of `images` (None: the base image) that the
+    Docker daemon lacks; nothing for another backend. Run once before a job's sandboxes start, so
+    that a missing image is said once instead of failing (and being retried) in every sandbox."""
+    if backend != "docker":
+        return
+    from fixrl.sandbox.docker import require_image  # noqa: PLC0415 - the docker SDK only for the Docker backend
+
+    for image in sorted({i or DEFAULT_IMAGE for i in images}):
+        require_image(image)
+
+
 def open_sandbox(workspace: Path, backend: str = "local", image: str | None = None,
                  limits: Limits | None = None) -> Sandbox:
     """A new sandbox holding a copy of `workspace` at WORKDIR. `image` is for Docker only

@@ -174,7 +174,7 @@ class LocalRollouts:
     def run(self, policy: Policy, tasks: Sequence[Task], n: int, seed: int = 0, *,
             progress: Callable[[Trajectory], None] | None = None) -> list[Trajectory]:
         """n episodes of each task, ordered by (task, sample); see `run_episodes`."""
-        check_images(tasks, self.sandbox.backend)
+        check_images(tasks, self.sandbox.backend, self.sandbox.image)
         with tempfile.TemporaryDirectory(prefix="fixrl-rollout-") as tmp:
             side = LocalEnvSide(self.suite, self.env, self.pool, Path(tmp))
             try:

@@ -127,3 +127,35 @@ def test_resume_accepts_the_flags_the_run_was_started_with(tiny_suite_dir, tmp_p
     assert main([*started, "-G", "8", "--resume", "--print-config"]) == 2
     err = capsys.readouterr().err
     assert "drop --num-generations 8 (the run has 4)" in err and "--learning-rate" not in err
+
+
+def test_a_failed_setup_is_said_once_from_its_first_line(own_suite, capsys):
+    noisy = ("import sys; print('ModuleNotFoundError: no module named frobnicate'); "
+             "[print('x' * 90) for _ in range(40)]; sys.exit(3)")
+    _set_field(own_suite, "clamp-high", setup=[f'python -c "{noisy}"'])
+    assert main(["tasks", "validate", str(own_suite), "--task", "clamp-high", "--json", "--no-cache"]) == 1
+    (result,) = json.loads(capsys.readouterr().out)["results"]
+    said = "\n".join(result["reasons"])
+    assert said.count("failed with exit status 3") == 1, said
+    assert "ModuleNotFoundError: no module named frobnicate" in said and "more lines" in said
+
+
+def test_a_typod_check_command_is_a_command_problem(own_suite, capsys):
+    task_file = _set_field(own_suite, "add-one-off", check={
+        "files": {"tests/test_hidden_add_one_off.py": "checks/test_add_one_off.py"},
+        "command": "python -m pytset -q tests/test_hidden_add_one_off.py",
+        "tests": ["tests/test_hidden_add_one_off.py::test_add_one"]})
+    assert main(["eval", "--policy", "oracle", "--suite", str(own_suite), "-n", "1", "-k", "1"]) == 2
+    err = capsys.readouterr().err
+    assert str(task_file) in err and "'pytset' is not pytest" in err
+
+
+def test_a_missing_image_is_said_once_with_the_sandbox_status(tiny_suite_dir, docker_available, capsys):
+    argv = ["--backend", "docker", "--image", "fixrl-no-such-image:1"]
+    assert main(["tasks", "validate", str(tiny_suite_dir), "--task", "clamp-high", "--no-cache", *argv]) == 3
+    err = capsys.readouterr().err
+    assert err.count("Docker image 'fixrl-no-such-image:1' not found") == 1, err
+    assert "fixrl sandbox build-image --tag fixrl-no-such-image:1" in err
+    assert main(["eval", "--policy", "oracle", "--suite", str(tiny_suite_dir), "-n", "1", "-k", "1",
+                 "--no-progress", *argv]) == 3
+    assert capsys.readouterr().err.count("not found") == 1
