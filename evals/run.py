@@ -72,12 +72,35 @@ def run_eval(cfg: EvalConfig, progress: bool = True) -> EvalResult:
     check_ks(cfg.n, cfg.ks)
     if cfg.out is not None:
         check_out(Path(cfg.out), cfg.overwrite)
-    suite, _ = load_split(cfg.suite or _builtin_suite(), cfg.split, cfg.tasks)
+    suite, chosen = load_split(cfg.suite or _builtin_suite(), cfg.split, cfg.tasks)
+    if cfg.episode.policy.policy == "blind":
+        note = blind_limits(suite, chosen)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     policy = cfg.episode.policy.load(cfg.seed)
     with open_episode_rollouts(suite, cfg.episode) as rollouts:
         return evaluate(policy, suite, split=cfg.split, n=cfg.n, ks=cfg.ks, seed=cfg.seed, task_ids=cfg.tasks,
                         rollouts=rollouts, out=cfg.out, progress=progress,
                         policy_info=cfg.episode.policy.describe())
+
+
+def blind_limits(suite: Suite, tasks: Sequence[Task]) -> str | None:
+    """Why the blind baseline (one edit without reading: the named function's usual repair for
+    its bug family) can score little or nothing on these tasks, when it can: tasks that name no
+    `function:` are submitted unchanged, and a suite without `family_edits` and `family:` tags
+    leaves it guessing among every mutation family. None when neither applies."""
+    fixes = [t for t in tasks if t.kind == "fix"]
+    unnamed = [t.id for t in fixes if not t.function]
+    said = []
+    if unnamed:
+        said.append(f"{len(unnamed)} of {len(fixes)} fix tasks name no `function:` (e.g. {unnamed[0]}), so the "
+                    "blind baseline submits them unchanged and scores 0 on them")
+    if fixes and not suite.family_edits and not any(t.family for t in fixes):
+        said.append("the suite has no `family_edits` in suite.yaml and its tasks no `family:` tags, so its one "
+                    "blind edit is a guess among every mutation family")
+    if not said:
+        return None
+    return "; ".join(said) + ": its score here is a floor, not the chance level of a guess"
 
 
 def _builtin_suite() -> Path:

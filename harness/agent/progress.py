@@ -5,15 +5,18 @@ build, workers starting), readable on a terminal and in a log file alike.
         steps.advance(passed=3)        # one more done; a field's new value
         steps.note("worker ready")    # a line above the bar (or a plain line)
 
-On a terminal (of `stream`, default stderr) a rich bar. Elsewhere (a file, a pipe, CI) plain
-lines `eval: 3/16 episodes, passed 3, 12 s`: the first, then at most one a `every` seconds, and
-always the last, so that a log shows that something moves without growing a line an episode.
-A step with no known total (`total=None`) counts without a bar. It does not guarantee that the
-lines are written while the step's own thread is blocked (a step that waits calls `tick()`).
+On a terminal (of `stream`, default stderr, or of the `console` given, whose other output then
+prints above the bar) a rich bar. Elsewhere (a file, a pipe, CI) plain lines
+`eval: 3/16 episodes, passed 3, 12 s`: at the start, at the first thing done, then at most one
+every `every` seconds (from a thread of its own, so a step that waits long still shows it is
+alive), and at the end: a log shows that something moves without growing a line an episode.
+A step with no known total (`total=None`) counts without a bar. The counts are what the caller
+reports; nothing here knows whether the work itself progresses.
 """
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import Any, TextIO
 
@@ -28,7 +31,8 @@ class Steps:
     """One step's progress (see the module docstring); a context manager."""
 
     def __init__(self, label: str, total: int | None = None, *, unit: str = "", fields: dict[str, Any] | None = None,
-                 stream: TextIO | None = None, every: float = EVERY_SECONDS, enabled: bool = True) -> None:
+                 stream: TextIO | None = None, every: float = EVERY_SECONDS, enabled: bool = True,
+                 console: Console | None = None) -> None:
         self.label = label
         self.total = total
         self.unit = unit
@@ -36,12 +40,17 @@ class Steps:
         self.done = 0
         self.every = every
         self.enabled = enabled
-        self._stream = stream or sys.stderr
-        self._console = Console(file=self._stream, highlight=False)
+        self._console = console or Console(file=stream or sys.stderr, highlight=False)
+        self._stream = self._console.file
         self._t0 = time.monotonic()
         self._last: float | None = None
+        self._said = -1
+        """`done` as the last plain line said it."""
         self._bar: Progress | None = None
         self._task: Any = None
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._beat: threading.Thread | None = None
 
     @property
     def on_terminal(self) -> bool:
@@ -57,7 +66,13 @@ class Steps:
             self._bar.start()
         elif self.enabled:
             self._line(force=True)
+            self._beat = threading.Thread(target=self._heartbeat, name=f"progress-{self.label}", daemon=True)
+            self._beat.start()
         return self
+
+    def _heartbeat(self) -> None:
+        while not self._stopped.wait(min(1.0, self.every)):
+            self._line()
 
     def advance(self, n: int = 1, **fields: Any) -> None:
         """`n` more done; `fields` their new values."""
@@ -67,11 +82,6 @@ class Steps:
             self._bar.update(self._task, advance=n, extra=self._fields_text())
         elif self.enabled:   # the first one too: a log shows the step has begun to finish things
             self._line(force=self.done == n or (self.total is not None and self.done >= self.total))
-
-    def tick(self) -> None:
-        """A plain line if `every` seconds passed without one (for a step that waits)."""
-        if self._bar is None and self.enabled:
-            self._line()
 
     def note(self, text: str) -> None:
         """A message of the step, on a line of its own."""
@@ -83,10 +93,14 @@ class Steps:
             print(text, file=self._stream, flush=True)
 
     def stop(self) -> None:
+        self._stopped.set()
+        if self._beat is not None:
+            self._beat.join()
+            self._beat = None
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
-        elif self.enabled and self._last is not None and self.done and self.total is None:
+        elif self.enabled and self._said != self.done:   # where it ended, once
             self._line(force=True)
 
     def line(self) -> str:
@@ -100,10 +114,11 @@ class Steps:
         return ", ".join(f"{k} {v}" for k, v in self.fields.items())
 
     def _line(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if force or self._last is None or now - self._last >= self.every:
-            self._last = now
-            print(self.line(), file=self._stream, flush=True)
+        with self._lock:   # the heartbeat thread and the step's own
+            now = time.monotonic()
+            if force or self._last is None or now - self._last >= self.every:
+                self._last, self._said = now, self.done
+                print(self.line(), file=self._stream, flush=True)
 
     def __enter__(self) -> Steps:
         return self.start()

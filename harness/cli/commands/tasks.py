@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from fixrl.harness.agent.progress import Steps
 from fixrl.harness.cli import UserError
 from fixrl.tasks.check.rules import reference_violations
 from fixrl.tasks.check.validate import validate_suite
@@ -20,6 +21,7 @@ from fixrl.tasks.format.loader import (
     load_suite_lenient,
     load_tasks,
     task_defaults,
+    task_files,
 )
 from fixrl.tasks.format.scaffold import new_task
 from fixrl.tasks.format.schema import Suite
@@ -157,7 +159,14 @@ def validate(args) -> int:
     if not args.json:
         console = Console(highlight=False)
 
+    count = len(args.task) if args.task else len(target.tasks) if isinstance(target, Suite) else len(task_files(path))
+    # On stdout's console, so that the results print above the bar (stderr with --json).
+    steps = Steps("validate", count, unit="tasks", fields={"valid": 0}, console=console)
+    valid_so_far = [0]
+
     def show(res) -> None:
+        valid_so_far[0] += res.ok
+        steps.advance(valid=valid_so_far[0])
         if console is None:
             return
         took = "cached" if res.cached else f"{res.seconds:.1f}s"
@@ -177,8 +186,9 @@ def validate(args) -> int:
         else:
             console.print(f"[yellow]warning:[/yellow] {escape(text)}")
 
-    results = validate_suite(target, backend=args.backend, jobs=args.jobs, repeats=args.repeats,
-                             task_ids=args.task, image=args.image, progress=show, cache=args.cache, note=note)
+    with steps:
+        results = validate_suite(target, backend=args.backend, jobs=args.jobs, repeats=args.repeats,
+                                 task_ids=args.task, image=args.image, progress=show, cache=args.cache, note=note)
     if not results:
         raise UserError(f"{path}: no tasks found (task files are *.yaml under {path / 'tasks'})")
     reused = sum(r.cached for r in results)

@@ -487,7 +487,7 @@ def test_eta():
     assert eta_seconds(Counts(total=100, done=40), 2.0) == 30.0
     assert eta_seconds(Counts(total=100, done=40, tested=40, kept=15, target=15), 2.0) == 0.0
     line = status_line(Counts(total=100, done=10, tested=8, kept=5, skipped=2, target=15), 12.0, 150)
-    assert line == "candidates 10/100 decided: 8 tested, 5 kept (target 15), 2 skipped; 12.0/min, about 2 min left"
+    assert line == "candidates 10/100 decided: 8 tested, 5 kept (of 15 wanted), 2 skipped; 12.0/min, about 2 min left"
 
 
 def test_the_check_keeps_the_test_commands_pytest_options():
