@@ -4,6 +4,7 @@ eval into an existing result, Ctrl-C in an eval. Real commands on the tiny suite
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import logging
 import os
@@ -11,12 +12,17 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
+from rich.console import Console
 
+from fixrl.harness.agent.progress import Steps
 from fixrl.harness.cli import main
+from fixrl.tasks.generate.mutate import OPERATORS
+from fixrl.tasks.generate.report import GenerateReport, OpStats, print_report
 from fixrl.train.config import GRPOConfig
 from fixrl.train.grpo import load_run_suite
 from fixrl.train.resolve import make_config, resolve
@@ -159,3 +165,49 @@ def test_a_missing_image_is_said_once_with_the_sandbox_status(tiny_suite_dir, do
     assert main(["eval", "--policy", "oracle", "--suite", str(tiny_suite_dir), "-n", "1", "-k", "1",
                  "--no-progress", *argv]) == 3
     assert capsys.readouterr().err.count("not found") == 1
+
+
+def test_long_steps_show_progress_in_a_log(tiny_suite_dir, capsys):
+    """Written to a file (not a terminal), validate and rollout print plain progress lines: at
+    the start, at the first thing done, and where they ended."""
+    assert main(["tasks", "validate", str(tiny_suite_dir), "--task", "clamp-high", "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "validate: 0/1 tasks, valid 0" in out and "validate: 1/1 tasks, valid 1" in out
+    assert main(["rollout", "--policy", "oracle", "--suite", str(tiny_suite_dir), "--task", "clamp-high",
+                 "-n", "2", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "rollout: 1/2 episodes, passed 1" in out and "rollout: 2/2 episodes, passed 2" in out
+
+
+def test_a_step_that_waits_still_says_it_is_alive():
+    stream = io.StringIO()
+    with Steps("build", unit="layers", stream=stream, every=0.05):
+        for _ in range(200):   # the heartbeat thread writes while this thread waits
+            if stream.getvalue().count("build: 0 layers") >= 3:
+                break
+            time.sleep(0.05)
+    assert stream.getvalue().count("build: 0 layers") >= 3, stream.getvalue()
+
+
+def test_the_generators_yield_table_fits_80_columns():
+    report = GenerateReport("repo", "out", "python -m pytest -q", 0,
+                            per_op={op: OpStats(candidates=1234, tested=321, kept=7) for op in OPERATORS})
+    buf = io.StringIO()
+    print_report(report, Console(file=buf, width=80, force_terminal=True, color_system=None))
+    text = buf.getvalue()
+    assert "…" not in text and max(map(len, text.splitlines())) <= 80
+    for head in ("cands", "tested", "equiv", "nonlocal", "no issue", "selected", "invalid", "change_constant"):
+        assert head in text
+
+
+def test_the_blind_baseline_says_why_it_scores_0_on_a_suite_without_functions(own_suite, capsys):
+    for task_id in ("add-one-off", "total-init", "clamp-high"):   # as `fixrl tasks new` writes them
+        path = own_suite / "tasks" / f"{task_id}.yaml"
+        data = yaml.safe_load(path.read_text())
+        del data["function"]
+        data["tags"] = []
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main(["eval", "--policy", "blind", "--suite", str(own_suite), "-n", "1", "-k", "1", "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "1 of 1 fix tasks name no `function:`" in err and "submits them unchanged and scores 0" in err
+    assert "no `family_edits`" in err
