@@ -51,9 +51,12 @@ class _Strict(BaseModel):
 
 
 def _pytest_typo(command: str) -> str | None:
-    """The word of `command` that looks like a misspelt `pytest` (`pytset`, `py.tset`), if any."""
-    for word in command.replace("/", " ").split():
-        if word not in ("pytest", "py.test") and difflib.get_close_matches(word, ["pytest", "py.test"], cutoff=0.7):
+    """The program or `-m` module of `command` that looks like a misspelt `pytest` (`pytset`,
+    `py.tset`), if any; other words (a `tests` folder) are not looked at."""
+    words = command.split()
+    named = [w for w in words if "=" not in w][:1] + [b for a, b in zip(words, words[1:]) if a == "-m"]
+    for word in (w.rsplit("/", 1)[-1] for w in named):
+        if word not in ("pytest", "py.test") and difflib.get_close_matches(word, ["pytest", "py.test"], cutoff=0.8):
             return word
     return None
 
