@@ -257,6 +257,8 @@ def new(args) -> int:
     if not args.issue:
         print(f"  1. write the issue text in {made.task_file} (what a user would report; not the fix)")
     print(f"  2. fixrl tasks validate {args.out} --task {made.task_id}")
+    print(f"  3. the task is in split `train`; `fixrl eval` reads `--split heldout` by default: give --split train, "
+          f"or set `split: heldout` in {made.task_file} to hold it out of training")
     return 0
 
 
