@@ -18,18 +18,19 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from fixrl import tasks as tasks_pkg
 from fixrl.evals.passk import Interval, bootstrap_mean, paired_bootstrap, pass_at_k, verdict
 from fixrl.evals.stats import behaviour_stats, format_stat, is_error, is_pass
 from fixrl.harness.agent.policies import Policy, PolicyConfig, close_policy
+from fixrl.harness.agent.progress import Steps
 from fixrl.harness.agent.rollouts import Rollouts, open_episode_rollouts, open_rollouts
 from fixrl.harness.agent.settings import EpisodeSettings
 from fixrl.harness.agent.trajectory import Trajectory
@@ -58,6 +59,8 @@ class EvalConfig:
     """Run seed: the same seed gives the same per-episode seeds (paired comparisons)."""
     out: str | None = None
     """Directory for results.json, results.md and trajectories.jsonl.gz."""
+    overwrite: bool = False
+    """Replace the results already in --out (without it, an --out that holds results is refused)."""
     episode: EpisodeSettings = field(default_factory=EpisodeSettings)
     """The policy evaluated, its episode settings (the ones it was trained with) and where they run."""
 
@@ -67,7 +70,13 @@ def run_eval(cfg: EvalConfig, progress: bool = True) -> EvalResult:
     then the policy, the rollouts and `evaluate`."""
     cfg.episode.policy.check()
     check_ks(cfg.n, cfg.ks)
-    suite, _ = load_split(cfg.suite or _builtin_suite(), cfg.split, cfg.tasks)
+    if cfg.out is not None:
+        check_out(Path(cfg.out), cfg.overwrite)
+    suite, chosen = load_split(cfg.suite or _builtin_suite(), cfg.split, cfg.tasks)
+    if cfg.episode.policy.policy == "blind":
+        note = blind_limits(suite, chosen)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     policy = cfg.episode.policy.load(cfg.seed)
     try:
         with open_episode_rollouts(suite, cfg.episode) as rollouts:
@@ -78,8 +87,51 @@ def run_eval(cfg: EvalConfig, progress: bool = True) -> EvalResult:
         close_policy(policy)  # a vLLM server started for the job stops with it
 
 
+def blind_limits(suite: Suite, tasks: Sequence[Task]) -> str | None:
+    """Why the blind baseline (one edit without reading: the named function's usual repair for
+    its bug family) can score little or nothing on these tasks, when it can: tasks that name no
+    `function:` are submitted unchanged, and a suite without `family_edits` and `family:` tags
+    leaves it guessing among every mutation family. None when neither applies."""
+    fixes = [t for t in tasks if t.kind == "fix"]
+    unnamed = [t.id for t in fixes if not t.function]
+    said = []
+    if unnamed:
+        said.append(f"{len(unnamed)} of {len(fixes)} fix tasks name no `function:` (e.g. {unnamed[0]}), so the "
+                    "blind baseline submits them unchanged and scores 0 on them")
+    if fixes and not suite.family_edits and not any(t.family for t in fixes):
+        said.append("the suite has no `family_edits` in suite.yaml and its tasks no `family:` tags, so its one "
+                    "blind edit is a guess among every mutation family")
+    if not said:
+        return None
+    return "; ".join(said) + ": its score here is a floor, not the chance level of a guess"
+
+
 def _builtin_suite() -> Path:
     return BUILTIN_SUITE
+
+
+WRITTEN = ("results.json", "results.md", "trajectories.jsonl.gz", "report")
+"""What an evaluation (and `fixrl report` after it) writes into its output directory."""
+
+
+def check_out(out: Path, overwrite: bool) -> None:
+    """Refuse an output directory that holds an evaluation's results (EvalError naming the flag);
+    with `overwrite`, remove them first, so that no old report or trajectories stay beside the
+    new results. Other files in the directory are left alone."""
+    if out.exists() and not out.is_dir():
+        raise EvalError(f"--out {out}: is a file; give a directory")
+    found = [name for name in WRITTEN if (out / name).exists()]
+    if not found:
+        return
+    if not overwrite:
+        raise EvalError(f"--out {out}: already holds eval results ({', '.join(found)}); choose a new --out, "
+                        "or pass --overwrite to replace them")
+    for name in found:
+        path = out / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 class EvalError(ValueError):
@@ -195,6 +247,8 @@ class EvalResult:
                  f"{o.get('tasks', len(self.tasks))} tasks, n={self.n} episodes each, seed "
                  f"{self.seed}, {self._sampling()}, "
                  f"backend {self.backend}; {o.get('errors', 0)} errored episode(s) left out.", "",
+                 *([f"**Interrupted**: {o['interrupted']['finished']} of {o['interrupted']['planned']} episodes "
+                    "had finished; the figures are from those.", ""] if o.get("interrupted") else []),
                  "| metric | mean | 95% interval | tasks |", "|---|---|---|---|"]
         for k in self.ks:
             v = o.get(f"pass@{k}")
@@ -321,8 +375,10 @@ def load_split(suite: Suite | Path | str, split: str,
         for t in suite.tasks:
             counts[t.split] = counts.get(t.split, 0) + 1
         have = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "none"
+        hint = f"; give --split {' or --split '.join(sorted(counts))}" if counts else ""
         raise EvalError(f"--split {split}: suite {suite.name!r} ({suite.dir}) has no tasks in "
-                        f"split {split!r} (tasks per split: {have})")
+                        f"split {split!r} (tasks per split: {have}){hint} (`fixrl tasks new` writes train "
+                        f"tasks; `split: heldout` in a task file holds it out)")
     if task_ids:
         by_id = {t.id: t for t in chosen}
         missing = [i for i in task_ids if i not in by_id]
@@ -332,25 +388,6 @@ def load_split(suite: Suite | Path | str, split: str,
                             f"{', '.join(list(by_id)[:3])})")
         chosen = [by_id[i] for i in dict.fromkeys(task_ids)]
     return suite, chosen
-
-
-def _progress(enabled: bool, total: int) -> tuple[Any, Callable[..., None] | None]:
-    """A rich progress bar and the callback the agent loop calls as episodes finish."""
-    if not enabled:
-        return None, None
-
-    bar = Progress(TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[passes]} passed"), TimeElapsedColumn(), transient=False)
-    tid = bar.add_task("episodes", total=total, passes=0)
-    state = {"passes": 0}
-
-    def update(*args: Any, **kwargs: Any) -> None:
-        traj = args[0] if args else kwargs.get("trajectory")
-        if traj is not None and traj.info.outcome == "pass":
-            state["passes"] += 1
-        bar.update(tid, advance=1, passes=state["passes"])
-
-    return bar, update
 
 
 def evaluate(policy: Policy | str, suite: Suite | Path | str, *, split: str = "heldout", n: int = 8,
@@ -384,19 +421,28 @@ def evaluate(policy: Policy | str, suite: Suite | Path | str, *, split: str = "h
     if own:
         rollouts = open_rollouts(suite, sandbox=SandboxConfig(pool_size=max(1, min(total, 8))))
     t0 = time.time()
-    bar, callback = _progress(progress, total)
+    finished: list[Trajectory] = []
+
+    def done(traj: Trajectory) -> None:
+        finished.append(traj)
+        steps.advance(passed=sum(t.info.outcome == "pass" for t in finished))
+
+    steps = Steps("eval", total, unit="episodes", fields={"passed": 0}, enabled=progress)
+    interrupted = False
     try:
-        if bar is not None:
-            bar.start()
-        trajs = rollouts.run(policy, chosen, n, seed, progress=callback)
+        with steps:
+            trajs = rollouts.run(policy, chosen, n, seed, progress=done)
+    except KeyboardInterrupt:
+        # The episodes that finished are kept: scored and written as a partial result.
+        interrupted, trajs = True, list(finished)
     finally:
-        if bar is not None:
-            bar.stop()
         if own:
             rollouts.close()
     # Episode order within a task follows the agent loop's (episode j of the group).
     trajs = sorted(trajs, key=lambda t: (t.group if t.group is not None else -1))
     results, overall = score(trajs, chosen, ks, n=n, seed=seed, bootstrap_seed=seed)
+    if interrupted:
+        overall["interrupted"] = {"finished": len(trajs), "planned": total}
     result = EvalResult(policy=desc, suite=suite.name, split=split, n=n, ks=ks, seed=seed,
                         tasks=results, overall=overall, backend=rollouts.backend, temperature=temperature,
                         greedy=greedy, suite_dir=str(suite.dir), seconds=time.time() - t0,
@@ -405,6 +451,11 @@ def evaluate(policy: Policy | str, suite: Suite | Path | str, *, split: str = "h
         result.save(out)
         if save_trajectories:
             save_trajectories_gz(trajs, Path(out) / "trajectories.jsonl.gz")
+    if interrupted:
+        where = f"written to {out}/ (`fixrl report {out}` reads it)" if out is not None else "not written (no --out)"
+        print(f"eval interrupted: {len(trajs)} of {total} episodes had finished; the partial result is {where}",
+              file=sys.stderr)
+        raise KeyboardInterrupt
     return result
 
 

@@ -30,6 +30,12 @@ class SandboxError(RuntimeError):
     """The sandbox itself failed (not the code inside it). Retry with a fresh sandbox."""
 
 
+class SandboxConfigError(ValueError):
+    """A sandbox setting that cannot work (unknown backend, pool size below 1, an image on a
+    backend that runs none): the user's to fix. Not a SandboxError: nothing failed, and retrying
+    would fail the same way."""
+
+
 @dataclass(frozen=True)
 class Limits:
     """Resource limits applied to everything run inside a sandbox."""

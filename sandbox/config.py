@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from fixrl.sandbox.factory import BACKENDS
+from fixrl.sandbox.base import SandboxConfigError
+from fixrl.sandbox.factory import BACKENDS, image_unsupported
 from fixrl.sandbox.pool import SandboxPool
 
 
@@ -28,6 +29,9 @@ class SandboxConfig:
             raise SandboxConfigError(f"sandbox backend {self.backend!r}: use one of {', '.join(BACKENDS)}")
         if not isinstance(self.pool_size, int) or self.pool_size < 1:
             raise SandboxConfigError(f"pool_size {self.pool_size!r}: must be an integer >= 1")
+        why = image_unsupported(self.backend, self.image)
+        if why:
+            raise SandboxConfigError(f"--image {self.image}: {why}")
 
     def open_pool(self, size: int | None = None) -> SandboxPool:
         """A pool of `size` sandboxes (default `pool_size`); the caller closes it (`with`)."""
@@ -35,6 +39,4 @@ class SandboxConfig:
         return SandboxPool(size or self.pool_size, backend=self.backend, image=self.image)
 
 
-class SandboxConfigError(ValueError):
-    """A sandbox setting that cannot work (unknown backend, pool size below 1): the user's to fix.
-    Not a SandboxError: nothing failed, and retrying would fail the same way."""
+__all__ = ["SandboxConfig", "SandboxConfigError"]

@@ -119,6 +119,21 @@ def _retry_transient(fn, what: str):
     return retrying(fn)
 
 
+def require_image(image: str) -> None:
+    """SandboxError saying how to build `image` when the daemon does not have it (or cannot say)."""
+    errors, req = _docker_errors()
+    c = client()
+    try:
+        _retry_transient(lambda: c.images.get(image), "image lookup")
+    except errors.ImageNotFound:
+        raise SandboxError(
+            f"Docker image {image!r} not found: build it with `fixrl sandbox build-image"
+            + ("" if image == "fixrl-sandbox:base" else f" --tag {image}") + "` "
+            "(or `make image`)") from None
+    except (errors.DockerException, req.RequestException) as e:
+        raise SandboxError(f"Docker daemon error looking up {image!r}: {e}") from e
+
+
 def _frames(buf: bytearray):
     """Pop complete multiplexed frames (stream id, payload) off the front of buf."""
     while len(buf) >= 8:
@@ -207,15 +222,7 @@ class DockerSandbox:
         errors, req = _docker_errors()
         failures = (errors.DockerException, req.RequestException)
         c = client()
-        try:
-            _retry_transient(lambda: c.images.get(self.image), "image lookup")
-        except errors.ImageNotFound:
-            raise SandboxError(
-                f"Docker image {self.image!r} not found: build it with `fixrl sandbox build-image"
-                + ("" if self.image == "fixrl-sandbox:base" else f" --tag {self.image}") + "` "
-                "(or `make image`)") from None
-        except failures as e:
-            raise SandboxError(f"Docker daemon error looking up {self.image!r}: {e}") from e
+        require_image(self.image)
         lim = self.limits
         tmpfs_opts = "rw,exec,nosuid,nodev,uid=1000,gid=1000"
         host_config = c.api.create_host_config(

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fixrl.sandbox.base import Limits, Sandbox
+from fixrl.sandbox.base import Limits, Sandbox, SandboxConfigError
 from fixrl.sandbox.docker import DockerSandbox
 from fixrl.sandbox.local import LocalSandbox
 
@@ -13,10 +13,35 @@ DEFAULT_IMAGE = "fixrl-sandbox:base"
 """The base image: Debian bookworm minbase with python3 and pytest (`fixrl sandbox build-image`)."""
 
 
+def image_unsupported(backend: str, image: str | None) -> str | None:
+    """Why `backend` cannot honour `image` (None: it can, or there is no image). The local
+    backend runs the machine's own programs: silently ignoring an image would score every check
+    that needs the image's programs as failed."""
+    if image and backend != "docker":
+        return (f"the {backend} backend runs this machine's own programs and cannot use a Docker image; "
+                "run with --backend docker (or drop the image)")
+    return None
+
+
+def require_images(backend: str, images: set[str | None]) -> None:
+    """SandboxError (how to build it) for the first of `images` (None: the base image) that the
+    Docker daemon lacks; nothing for another backend. Run once before a job's sandboxes start, so
+    that a missing image is said once instead of failing (and being retried) in every sandbox."""
+    if backend != "docker":
+        return
+    from fixrl.sandbox.docker import require_image  # noqa: PLC0415 - the docker SDK only for the Docker backend
+
+    for image in sorted({i or DEFAULT_IMAGE for i in images}):
+        require_image(image)
+
+
 def open_sandbox(workspace: Path, backend: str = "local", image: str | None = None,
                  limits: Limits | None = None) -> Sandbox:
     """A new sandbox holding a copy of `workspace` at WORKDIR. `image` is for Docker only
     (default DEFAULT_IMAGE). Raises SandboxError with what to do when it cannot start."""
+    why = image_unsupported(backend, image)
+    if why:
+        raise SandboxConfigError(f"image {image}: {why}")
     if backend == "local":
         return LocalSandbox(Path(workspace), limits)
     if backend == "docker":

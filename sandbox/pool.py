@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import ContextManager, Iterator
 
-from fixrl.sandbox.base import Limits, Sandbox, SandboxError
-from fixrl.sandbox.factory import open_sandbox
+from fixrl.sandbox.base import Limits, Sandbox, SandboxConfigError, SandboxError
+from fixrl.sandbox.factory import image_unsupported, open_sandbox
 from fixrl.sandbox.forking import ForkingSandbox
 
 log = logging.getLogger(__name__)
@@ -135,6 +135,9 @@ class SandboxPool:
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
         image = image or self.image
+        why = image_unsupported(self.backend, image)
+        if why:   # before a sandbox is reused: an idle local one would take any image
+            raise SandboxConfigError(f"image {image}: {why}")
         if not self._slots.acquire(timeout=self.acquire_timeout):
             raise SandboxError(f"no free sandbox in the pool after {self.acquire_timeout:.0f} s "
                                f"(size {self.size}): raise the pool size or release sandboxes")
@@ -168,7 +171,7 @@ class SandboxPool:
         if self.backend != "local":
             return open_sandbox(Path(workspace), backend=self.backend, image=image or self.image,
                                 limits=self.limits)
-        return self._check_pool().acquire(workspace)
+        return self._check_pool().acquire(workspace, image=image)
 
     def _check_pool(self) -> SandboxPool:
         # Checks are CPU-bound: more of them at once than about twice the cores only adds

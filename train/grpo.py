@@ -249,7 +249,12 @@ def load_run_suite(cfg: GRPOConfig) -> tuple[Suite, list[Task], bool]:
         raise RunError(f"suite {suite.name!r} has no tasks in split {cfg.split!r} (--split)")
     do_eval = cfg.eval_steps > 0 and bool(suite.split(cfg.eval_split))
     if cfg.eval_steps > 0 and not do_eval:
-        log.warning("no tasks in split %r: held-out evaluation is off", cfg.eval_split)
+        # Said on stderr before the run starts: a run that trains for hours without the held-out
+        # curve it was meant to draw should not be the first place a user learns this.
+        have = ", ".join(sorted({t.split for t in suite.tasks}))
+        log.warning("suite %r has no tasks in split %r (its splits: %s): held-out evaluation is OFF for this run; "
+                    "give --eval-split SPLIT to evaluate on another split, mark some tasks `split: heldout` in "
+                    "their task files, or --eval-steps 0 to turn it off knowingly", suite.name, cfg.eval_split, have)
     return suite, train_tasks, do_eval
 
 

@@ -32,6 +32,7 @@ from fixrl.harness.agent.policies import Policy
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxConfig, SandboxError, SandboxPool
 from fixrl.tasks import Suite, Task
+from fixrl.tasks.check.images import check_images
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +174,7 @@ class LocalRollouts:
     def run(self, policy: Policy, tasks: Sequence[Task], n: int, seed: int = 0, *,
             progress: Callable[[Trajectory], None] | None = None) -> list[Trajectory]:
         """n episodes of each task, ordered by (task, sample); see `run_episodes`."""
+        check_images(tasks, self.sandbox.backend, self.sandbox.image)
         with tempfile.TemporaryDirectory(prefix="fixrl-rollout-") as tmp:
             side = LocalEnvSide(self.suite, self.env, self.pool, Path(tmp))
             try:

@@ -3,6 +3,7 @@ exposes `register(subparsers)`; heavy imports happen inside the command function
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import logging
 import os
@@ -35,6 +36,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_parser(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The (sub)command's parser that `argv` names: `fixrl tasks validate ...` -> validate's."""
+    for token in argv:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if subs and token in subs[0].choices:
+            parser = subs[0].choices[token]
+    return parser
+
+
+def unknown_message(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
+    """`unrecognized arguments: --splt (did you mean --split?)`: the closest of the command's own
+    flags for each unknown one."""
+    flags = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    hints = []
+    for token in unknown:
+        name = token.split("=", 1)[0]
+        if not name.startswith("-"):
+            continue
+        close = difflib.get_close_matches(name if name.startswith("--") else "-" + name, flags, n=2, cutoff=0.6)
+        if close:
+            hints.append(f"{name}: did you mean {' or '.join(close)}?")
+    said = f"unrecognized arguments: {' '.join(unknown)}"
+    if hints:
+        return f"{said} ({'; '.join(hints)})"
+    return f"{said} (`{parser.prog} --help` lists its flags)"
+
+
 def quiet_third_parties() -> None:
     """Keep the libraries' deprecation notices (transformers, peft, torch, ...) off the user's
     screen: they are about fixrl's code, not the user's input (`-v` shows them)."""
@@ -48,7 +76,10 @@ def quiet_third_parties() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:   # said by the subcommand that was given them, with the flag meant when it is clear
+            command = command_parser(parser, sys.argv[1:] if argv is None else argv)
+            command.error(unknown_message(command, unknown))
     except SystemExit as e:  # argparse has printed the usage and the error (or the help)
         return int(e.code or 0)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,

@@ -3,9 +3,10 @@ place to one line on stderr and an exit status.
 
 - 2: bad input (a flag, a file, a config field, a suite, a model directory); the message names it
   and says what to do. Each layer raises its own error class for these; commands let them pass.
-- 3: a sandbox failed (the Docker daemon gone, a container killed): an infrastructure failure,
-  not the user's input; retry, or check the backend.
-- 130: interrupted (Ctrl-C); runs that checkpoint have saved before exiting.
+- 3: a sandbox failed (the Docker daemon gone, a container killed, an image not built): an
+  infrastructure failure, not the user's input; retry, or check the backend.
+- 130: interrupted (Ctrl-C); runs that checkpoint have saved before exiting, an eval has written
+  the episodes that finished.
 """
 from __future__ import annotations
 

@@ -29,13 +29,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from fixrl.sandbox.base import SandboxError
+from fixrl.sandbox.base import SandboxConfigError, SandboxError
+from fixrl.sandbox.factory import image_unsupported, require_images
 from fixrl.sandbox.pool import SandboxPool
+from fixrl.tasks.check.images import image_problem
 from fixrl.tasks.check.reward import Score, Submission, score
 from fixrl.tasks.check.rules import judge_changes, relax_hint, repo_modules, tree_changes
 from fixrl.tasks.check.validate_cache import ValidationCache
 from fixrl.tasks.format.loader import TaskError, field_text, load_suite_lenient
-from fixrl.tasks.format.materialize import changed_paths, is_test_path, materialize, run_setup
+from fixrl.tasks.format.materialize import changed_paths, excerpt, is_test_path, materialize, run_setup
 from fixrl.tasks.format.pytest_command import parse_pytest_command
 from fixrl.tasks.format.schema import Suite, Task
 
@@ -80,7 +82,7 @@ class _Run:
 def _public_tests(task: Task, sb) -> str | None:
     """Why the public test command does not run properly, or None."""
     res = sb.exec(task.public_tests, timeout=task.limits.tool_timeout)
-    tail = res.output.strip()[-300:]
+    tail = excerpt(res.output)
     if res.timed_out:
         return f"public test command {task.public_tests!r} timed out after {task.limits.tool_timeout:g}s"
     if parse_pytest_command(task.public_tests) is not None and res.exit_code in _PYTEST_EXIT:
@@ -186,9 +188,20 @@ def validate_task(task: Task, pool: SandboxPool, repeats: int = 3) -> Validation
             got = results[0]
             if got.outcome != run.expect:
                 out.reasons.append(_wrong_verdict(task, run, got))
+    out.reasons = _once(out.reasons)
     out.ok = not out.reasons
     out.seconds = time.monotonic() - start
     return out
+
+
+def _once(reasons: list[str]) -> list[str]:
+    """`reasons` without those that repeat an earlier one (a setup failure reported by the
+    public tests, then by the check on each state, is said once)."""
+    kept: list[str] = []
+    for reason in reasons:
+        if not any(reason == k or (len(k) > 40 and k.split(": ", 1)[-1] in reason) for k in kept):
+            kept.append(reason)
+    return kept
 
 
 def _visible_check_files(task: Task, buggy: Path) -> list[str]:
@@ -317,7 +330,18 @@ def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2
             done[task.id] = _cached_result(hit, task)
             if progress:
                 progress(done[task.id])
+    why = image_unsupported(backend, image)
+    if why:
+        raise SandboxConfigError(f"--image {image}: {why}")
+    for task in tasks:   # not a verdict on the task: the backend cannot run it (never cached)
+        problem = image_problem(task, backend) if image is None else None
+        if problem:   # over a cached result too: one stored before images were refused here
+            done[task.id] = ValidationResult(task.id, ok=False, reasons=[problem],
+                                             file=str(task.source_file) if task.source_file else None)
+            if progress:
+                progress(done[task.id])
     todo = [t for t in tasks if t.id not in done]
+    require_images(backend, {image or t.image for t in todo})   # said once, before any sandbox starts
     try:
         if todo:
             _validate_all(todo, done, backend=backend, jobs=jobs, repeats=repeats, image=image, progress=progress,

@@ -243,6 +243,15 @@ def materialize(task: Task, dest: Path, state: State = "buggy", *, cache: bool =
     return dest
 
 
+def excerpt(output: str, head: int = 12, tail: int = 4, width: int = 200) -> str:
+    """A command's output shortened for a message: its first `head` lines (where the cause
+    usually is: the first error, the missing module) and last `tail`, each cut at `width`."""
+    lines = [line if len(line) <= width else line[:width] + " ..." for line in output.strip().splitlines()]
+    if len(lines) > head + tail:
+        lines = [*lines[:head], f"... ({len(lines) - head - tail} more lines) ...", *lines[-tail:]]
+    return "\n".join(lines)
+
+
 def run_setup(task: Task, sb: Sandbox) -> list[ExecResult]:
     """Run the task's setup commands in the sandbox's workspace; TaskError if one fails or
     times out (SandboxError passes through: the sandbox, not the task, failed)."""
@@ -254,9 +263,9 @@ def run_setup(task: Task, sb: Sandbox) -> list[ExecResult]:
             raise TaskError(f"{_where(task)}: setup command {cmd!r} timed out after "
                             f"{task.limits.setup_timeout:g}s")
         if res.exit_code != 0:
-            tail = res.output.strip()[-300:]
             raise TaskError(f"{_where(task)}: setup command {cmd!r} failed with exit status "
-                            f"{res.exit_code}: {tail}")
+                            f"{res.exit_code} (sandboxes have no network: setup cannot download "
+                            f"packages):\n{excerpt(res.output)}")
     return results
 
 

@@ -66,6 +66,14 @@ def collect_tests(workspace: Path, dest: str, backend: str = "local", timeout: f
     return ids
 
 
+def passes_on(workspace: Path, dest: str, backend: str = "local", timeout: float = 120.0) -> bool:
+    """Whether the test file `dest` passes in `workspace` (pytest exit 0), run in a sandbox."""
+    cmd = f"python -m pytest -q -p no:cacheprovider -o addopts= --rootdir=. '{dest}'"
+    with open_sandbox(workspace, backend=backend) as sb:
+        res = sb.exec(cmd, timeout=timeout)
+    return res.exit_code == 0 and not res.timed_out
+
+
 def new_task(repo: Path, bug: Path, test: Path, out: Path, task_id: str | None = None,
              issue: str | None = None, backend: str = "local") -> Scaffold:
     """Write `out/tasks/<id>.yaml` (+ `out/checks/<id>/`: bug.patch, fix.patch, the test file)."""
@@ -114,6 +122,11 @@ def new_task(repo: Path, bug: Path, test: Path, out: Path, task_id: str | None =
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(test, target)
         tests = collect_tests(clean, dest, backend=backend)
+        shutil.copyfile(test, buggy / dest)
+        if passes_on(buggy, dest, backend=backend):
+            raise TaskError(f"--test {test}: passes on the buggy repository (with --bug {bug} applied), so the "
+                            "check would reward an agent that changes nothing; give a test that fails on the bug "
+                            "(and passes once it is fixed)")
 
     checks = f"checks/{task_id}"
     touched = changed_paths(bug_text)

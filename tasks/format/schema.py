@@ -33,6 +33,7 @@ loader resolves paths, so a loaded Task always carries the text itself.
 """
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -47,6 +48,17 @@ DEFAULT_TOOLS = ["read", "test", "edit", "submit"]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def _pytest_typo(command: str) -> str | None:
+    """The program or `-m` module of `command` that looks like a misspelt `pytest` (`pytset`,
+    `py.tset`), if any; other words (a `tests` folder) are not looked at."""
+    words = command.split()
+    named = [w for w in words if "=" not in w][:1] + [b for a, b in zip(words, words[1:]) if a == "-m"]
+    for word in (w.rsplit("/", 1)[-1] for w in named):
+        if word not in ("pytest", "py.test") and difflib.get_close_matches(word, ["pytest", "py.test"], cutoff=0.8):
+            return word
+    return None
 
 
 def _check_rel_path(path: str) -> str:
@@ -98,10 +110,14 @@ class Check(_Strict):
     def _tests_need_pytest(self) -> Check:
 
         if self.tests and parse_pytest_command(self.command) is None:
+            typo = _pytest_typo(self.command)
+            if typo:   # the command is what is wrong, not the list
+                raise ValueError(f"check command {self.command!r}: {typo!r} is not pytest (a typo for `pytest`?); "
+                                 "write it as e.g. `python -m pytest -q tests/test_x.py`")
             raise ValueError(
-                "`tests` lists test ids, which only a plain pytest command can report "
-                "(e.g. `python -m pytest -q tests/test_x.py`); got command "
-                f"{self.command!r}. Use a plain pytest command or leave `tests` empty.")
+                f"check command {self.command!r} is not a plain pytest command, but `tests` lists test ids, "
+                "which only a plain pytest command can report (e.g. `python -m pytest -q tests/test_x.py`). "
+                "Use a plain pytest command or leave `tests` empty.")
         return self
 
     @property

@@ -54,7 +54,7 @@ def eta_seconds(c: Counts, rate_per_s: float) -> float | None:
 
 
 def status_line(c: Counts, per_min: float, eta: float | None) -> str:
-    target = f" (target {c.target})" if c.target is not None else ""
+    target = f" (of {c.target} wanted)" if c.target is not None else ""
     left = "time left unknown" if eta is None else f"about {_minutes(eta)} left"
     reused = f", {c.reused} from the journal" if c.reused else ""
     return (f"candidates {c.done}/{c.total} decided: {c.tested} tested, {c.kept} kept{target}, "
@@ -131,7 +131,7 @@ class GenProgress:
             c, rate = self.counts, self.rate()
             eta = eta_seconds(c, rate)
             self._bar.update(self._task, completed=c.done,
-                             line=f"kept {c.kept}{'/' + str(c.target) if c.target else ''}, {60 * rate:.1f}/min, "
+                             line=f"kept {c.kept}{f' of {c.target} wanted' if c.target else ''}, {60 * rate:.1f}/min, "
                                   + ("time left unknown" if eta is None else f"about {_minutes(eta)} left"))
         if force or now - self._last >= self.every:
             self._last = now

@@ -178,23 +178,42 @@ def _op_stats(op: str, s: Stages) -> OpStats:
 # ---------------------------------------------------------------------------------------------
 # Output
 
+def column_chunks(heads: list[str], rows: list[list[str]], width: int) -> list[list[int]]:
+    """The column indices of each table a wide table is split into so that each fits `width`
+    characters whole (a narrow terminal would otherwise shrink every header to `o…`); the first
+    column (the row's name) is repeated in each."""
+    need = [max(len(h), *(len(r[i]) for r in rows)) + 3 for i, h in enumerate(heads)]   # + rich's padding, border
+    chunks: list[list[int]] = [[0]]
+    used = need[0] + 1
+    for i in range(1, len(heads)):
+        if used + need[i] > width and len(chunks[-1]) > 1:
+            chunks.append([0])
+            used = need[0] + 1
+        chunks[-1].append(i)
+        used += need[i]
+    return chunks
+
+
 def print_report(report: GenerateReport, console=None) -> None:
     """The yield table and the run's summary lines, on `console` (default: stdout)."""
     console = console or Console()
     if not console.is_terminal:
         console = Console(width=max(console.width, 150))
-    table = Table(title=f"fixrl tasks generate: yield ({report.tests} tests, baseline {report.baseline_seconds:.2f} s)")
     cols = ["candidates", "tested", "broke", "equivalent", "not_local", "timeout", "error", "uncovered", "capped",
             "kept", "no_issue", "selected", "valid", "invalid"]
     heads = ["cands", "tested", "broke", "equiv", "nonlocal", "timeout", "error", "uncov", "capped", "kept",
              "no issue", "selected", "valid", "invalid"]
-    table.add_column("operator")
-    for head in heads:
-        table.add_column(head, justify="right")
-    for op, st in report.per_op.items():
-        table.add_row(op, *(str(getattr(st, col)) for col in cols))
-    table.add_row("total", *(str(sum(getattr(s, col) for s in report.per_op.values())) for col in cols), style="bold")
-    console.print(table)
+    rows = [[op, *(str(getattr(st, col)) for col in cols)] for op, st in report.per_op.items()]
+    total = ["total", *(str(sum(getattr(s, col) for s in report.per_op.values())) for col in cols)]
+    title = f"fixrl tasks generate: yield ({report.tests} tests, baseline {report.baseline_seconds:.2f} s)"
+    for part, chunk in enumerate(column_chunks(["operator", *heads], [*rows, total], console.width)):
+        table = Table(title=title if part == 0 else None)
+        for i in chunk:
+            table.add_column(["operator", *heads][i], justify="left" if i == 0 else "right", no_wrap=True)
+        for row in rows:
+            table.add_row(*(row[i] for i in chunk))
+        table.add_row(*(total[i] for i in chunk), style="bold")
+        console.print(table)
     if report.selection:
         console.print(f"test selection: {report.functions_covered} functions covered by some test, "
                       f"{report.functions_at_import} run at import (whole suite), {report.functions_uncovered} by "

@@ -344,6 +344,21 @@ def plan_selection(cands: list[Candidate], scanned: Scan, base: Baseline, full_t
                      opaque_tests=len(base.cover.opaque))
 
 
+def stop_reason(order: list[Candidate], kept: int, target: int | None, max_per_function: int | None) -> str:
+    """Why candidate testing ended where it did: the target reached, or the list run out (and
+    where its candidates went), so that a bar that stops short says why."""
+    if target is not None and kept >= target:
+        return f"candidate testing stopped: {kept} bugs kept, the {target} wanted; the other candidates were not needed"
+    status = [c.status for c in order]
+    why = [f"{status.count(k)} {label}" for k, label in (
+        ("equivalent", "changed no test's result (equivalent mutants)"), ("not_local", "broke too many tests"),
+        ("timeout", "timed out"), ("error", "could not run"), ("uncovered", "were covered by no test"),
+        ("capped", f"were over --max-per-function {max_per_function}")) if status.count(k)]
+    wanted = f" of the {target} wanted" if target is not None else ""
+    return (f"candidate testing ended: every one of the {len(order)} candidates was decided, {kept} bugs kept{wanted}"
+            + (f"; the others: {', '.join(why)}" if why else ""))
+
+
 @dataclass(frozen=True)
 class SearchResult:
     """Stage 3's result: every candidate in the order tried (each with its status) and the kept bugs."""
@@ -370,9 +385,13 @@ def search_candidates(scanned: Scan, base: Baseline, selection: Selection, runne
     settings = SearchSettings(test_cmd, base.stable, base.full_timeout, selection.timeouts, target,
                               cfg.max_per_function, cfg.max_broken_frac, base.fork)
     search = Search(order, settings, runner, work, journal, progress)
+    if target is not None:
+        progress.note(f"testing candidates until {target} bugs are kept: --max {cfg.max_tasks} plus spares for "
+                      "the bugs that get no issue text or fail validation")
     progress.start(len(order), target, reused=journal.reused)
     kept = search.run()
     per_minute = progress.finish()
+    progress.note(stop_reason(order, len(kept), target, cfg.max_per_function))
     sizes = search.selected_sizes
     return SearchResult(order, kept, search.full_runs, search.reused,
                         round(sum(sizes) / len(sizes), 1) if sizes else 0.0, per_minute)

@@ -56,10 +56,15 @@ REFRESH_SECONDS = 2.0
 JOIN_GRACE_SECONDS = 60.0
 """Seconds an episode waits for a worker when none is alive before it ends as `error`."""
 SHUTDOWN_SECONDS = 60.0
+PROGRESS_SECONDS = 10.0
+"""Seconds between two log lines while workers start."""
 
 _SHARED: list[WorkerPool] = []
 """The process's open shared pool (at most one: a process drives one cluster)."""
 _SHARED_LOCK = threading.Lock()
+"""Guards `_SHARED` and a shared pool's user count; never held while calling out."""
+_OPENING_LOCK = threading.Lock()
+"""Held while a shared pool opens, so that two threads do not start two sets of workers."""
 
 
 class WorkerLost(Exception):
@@ -207,7 +212,8 @@ class WorkerPool:
                 if w.hello is not None and w.dead is None:
                     self._not_started(w)
             message = self._none_message()
-            self.close()   # workers still starting would hold their nodes' slots
+            self._closed = True
+            self._stop(list(self._workers.values()))   # workers still starting would hold their nodes' slots
             raise ClusterError(message)
 
     @classmethod
@@ -218,24 +224,34 @@ class WorkerPool:
         sandbox.validate()
         cluster.validate()
         assert cluster.address is not None
-        with _SHARED_LOCK:
-            if not _SHARED:
-                pool = cls(cluster, sandbox)
+        # Opening is serialised by a lock of its own, which nothing the constructor calls takes;
+        # _SHARED_LOCK only guards the list and the user count and is never held while calling out
+        # (a failed open used to close itself under it, and hung on the non-reentrant lock).
+        with _OPENING_LOCK:
+            with _SHARED_LOCK:
+                pool = _SHARED[0] if _SHARED else None
+                if pool is not None:
+                    pool._users += 1
+            if pool is None:
+                pool = cls(cluster, sandbox)   # ClusterError, its workers stopped, when none can start
                 pool._shared = True
-                _SHARED.append(pool)
+                with _SHARED_LOCK:
+                    _SHARED.append(pool)
                 return pool
-            pool = _SHARED[0]
-            address = pool.ray.get_runtime_context().gcs_address
-            backend, image = pool.sandbox.backend, pool.sandbox.image
-            if not _same_cluster(cluster.address, address):
-                raise ClusterError(f"--ray {cluster.address}: this process already drives the cluster at {address}; "
-                                   "one process drives one cluster at a time")
-            if (backend, image) != (sandbox.backend, sandbox.image):
-                raise ClusterError(f"--ray {cluster.address}: this process already runs workers on the cluster with "
-                                   f"backend {backend} and image {image}; it cannot start others with backend "
-                                   f"{sandbox.backend} and image {sandbox.image} while it holds their slots")
-            pool._users += 1
-            return pool
+        address = pool.ray.get_runtime_context().gcs_address
+        backend, image = pool.sandbox.backend, pool.sandbox.image
+        why = None
+        if not _same_cluster(cluster.address, address):
+            why = (f"--ray {cluster.address}: this process already drives the cluster at {address}; "
+                   "one process drives one cluster at a time")
+        elif (backend, image) != (sandbox.backend, sandbox.image):
+            why = (f"--ray {cluster.address}: this process already runs workers on the cluster with "
+                   f"backend {backend} and image {image}; it cannot start others with backend "
+                   f"{sandbox.backend} and image {sandbox.image} while it holds their slots")
+        if why is not None:
+            pool.close()   # the use counted above
+            raise ClusterError(why)
+        return pool
 
     # ---- membership
 
@@ -243,8 +259,10 @@ class WorkerPool:
         failed = "; ".join(f"node {n[:8]}: {why}" for n, why in self._failed.items())
         if failed:
             return f"--ray {self.cluster.address}: no worker could start ({failed})"
-        return (f"--ray {self.cluster.address}: no node of the cluster offers `{RESOURCE}` slots; start each worker "
-                f"node with `ray start --address=HEAD:PORT --resources='{{\"{RESOURCE}\": 8}}'`")
+        slots = f"--resources='{{\"{RESOURCE}\": 8}}'"
+        return (f"--ray {self.cluster.address}: no node of the cluster offers `{RESOURCE}` slots (the sandboxes a "
+                f"node may run at once), so no episode could run; start each worker node with `ray start "
+                f"--address=HEAD:PORT {slots}` (or the head itself with `ray start --head {slots}`)")
 
     def refresh(self, force: bool = False) -> None:
         """Start workers on nodes that joined; forget those whose node died; note started ones."""
@@ -311,13 +329,19 @@ class WorkerPool:
 
     def wait_started(self, timeout: float) -> None:
         """Wait until every worker being started has started or failed (at most `timeout` s)."""
-        end = time.monotonic() + timeout
+        start = time.monotonic()
+        end, said = start + timeout, start
         while time.monotonic() < end:
             self.refresh()   # a node that dies meanwhile takes its starting worker with it
             with self._lock:
                 self._note_started()
-                if not any(w.hello is not None and w.dead is None for w in self._workers.values()):
-                    return
+                waiting = [w for w in self._workers.values() if w.hello is not None and w.dead is None]
+            if not waiting:
+                return
+            if time.monotonic() - said >= PROGRESS_SECONDS:   # a worker's first start imports for a while
+                said = time.monotonic()
+                log.info("waiting for %d worker(s) to start (%.0f s of at most %.0f s)", len(waiting),
+                         said - start, timeout)
             time.sleep(0.1)
 
     def _lose(self, w: WorkerHandle, why: str) -> None:
@@ -426,6 +450,11 @@ class WorkerPool:
             if self._shared:
                 _SHARED.remove(self)
             workers = list(self._workers.values())
+        self._stop(workers)
+
+    def _stop(self, workers: list[WorkerHandle]) -> None:
+        """Shut `workers` down, kill them and sweep their nodes; called with no lock held (it
+        waits on the cluster for up to SHUTDOWN_SECONDS)."""
         ray = self.ray
         shutting = [(w, w.actor.shutdown.remote()) for w in workers if w.ready]
         if shutting:

@@ -29,6 +29,7 @@ from fixrl.harness.agent.settings import ClusterConfig
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxConfig
 from fixrl.tasks import Suite, Task
+from fixrl.tasks.check.images import check_images
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,7 @@ class RayRollouts:
     def run(self, policy: Policy, tasks: Sequence[Task], n: int, seed: int = 0, *,
             progress: Callable[[Trajectory], None] | None = None) -> list[Trajectory]:
         """n episodes of each task, ordered by (task, sample); see `run_episodes`."""
+        check_images(tasks, self.sandbox.backend, present=False)   # each node's worker checks its own images
         side = RayEnvSide(self.pool, self.suite, self.env, retries=self.cluster.retries,
                           margin=self.cluster.call_margin)
         try:

@@ -3,11 +3,14 @@ save the trajectories as JSONL."""
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 from fixrl import tasks
+from fixrl.evals.run import blind_limits
 from fixrl.harness.agent.policies import close_policy
+from fixrl.harness.agent.progress import Steps
 from fixrl.harness.agent.rollouts import RolloutConfig, open_episode_rollouts
 from fixrl.harness.agent.transcript import make_console, print_transcript, save_jsonl, summary_table
 from fixrl.harness.cli.errors import UserError
@@ -59,17 +62,25 @@ def run(args: argparse.Namespace) -> int:
     cfg.episode.policy.check()
     suite = resolve_suite(cfg.suite)
     chosen = select_tasks(suite, cfg.tasks, cfg.split)
+    note = blind_limits(suite, chosen) if cfg.episode.policy.policy == "blind" else None
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     policy = cfg.episode.policy.load(cfg.seed)
     console = make_console()
     total = cfg.n * len(chosen)
 
+    passed = [0]
+    steps = Steps("rollout", total, unit="episodes", fields={"passed": 0}, console=console)
+
     def show(traj) -> None:
         if not args.quiet:
             print_transcript(traj, console, max_lines=args.max_lines, show_system=args.show_system)
+        passed[0] += traj.info.outcome == "pass"
+        steps.advance(passed=passed[0])
 
     t0 = time.time()
     try:
-        with open_episode_rollouts(suite, cfg.episode) as rollouts:
+        with open_episode_rollouts(suite, cfg.episode) as rollouts, steps:
             trajs = rollouts.run(policy, chosen, cfg.n, cfg.seed, progress=show)
     finally:
         close_policy(policy)  # a vLLM server started for the job stops with it (Ctrl-C too)

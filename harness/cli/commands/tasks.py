@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from fixrl.harness.agent.progress import Steps
 from fixrl.harness.cli import UserError
 from fixrl.harness.cli.commands import replay
 from fixrl.tasks.check.rules import reference_violations
@@ -21,6 +22,7 @@ from fixrl.tasks.format.loader import (
     load_suite_lenient,
     load_tasks,
     task_defaults,
+    task_files,
 )
 from fixrl.tasks.format.scaffold import new_task
 from fixrl.tasks.format.schema import Suite
@@ -159,7 +161,14 @@ def validate(args) -> int:
     if not args.json:
         console = Console(highlight=False)
 
+    count = len(args.task) if args.task else len(target.tasks) if isinstance(target, Suite) else len(task_files(path))
+    # On stdout's console, so that the results print above the bar (stderr with --json).
+    steps = Steps("validate", count, unit="tasks", fields={"valid": 0}, console=console)
+    valid_so_far = [0]
+
     def show(res) -> None:
+        valid_so_far[0] += res.ok
+        steps.advance(valid=valid_so_far[0])
         if console is None:
             return
         took = "cached" if res.cached else f"{res.seconds:.1f}s"
@@ -179,8 +188,9 @@ def validate(args) -> int:
         else:
             console.print(f"[yellow]warning:[/yellow] {escape(text)}")
 
-    results = validate_suite(target, backend=args.backend, jobs=args.jobs, repeats=args.repeats,
-                             task_ids=args.task, image=args.image, progress=show, cache=args.cache, note=note)
+    with steps:
+        results = validate_suite(target, backend=args.backend, jobs=args.jobs, repeats=args.repeats,
+                                 task_ids=args.task, image=args.image, progress=show, cache=args.cache, note=note)
     if not results:
         raise UserError(f"{path}: no tasks found (task files are *.yaml under {path / 'tasks'})")
     reused = sum(r.cached for r in results)
@@ -249,6 +259,8 @@ def new(args) -> int:
     if not args.issue:
         print(f"  1. write the issue text in {made.task_file} (what a user would report; not the fix)")
     print(f"  2. fixrl tasks validate {args.out} --task {made.task_id}")
+    print(f"  3. the task is in split `train`; `fixrl eval` reads `--split heldout` by default: give --split train, "
+          f"or set `split: heldout` in {made.task_file} to hold it out of training")
     return 0
 
 

@@ -83,14 +83,20 @@ def grpo_config_from_args(args: argparse.Namespace) -> tuple[GRPOConfig | None, 
     """(config, None) for a new run; (None, resume overrides) for --resume."""
     fields = grpo_fields(args)
     if args.resume:
-        given = sorted(set(fields) | ({"preset"} if args.preset else set()))
-        bad = [k for k in given if k not in RESUMABLE_OVERRIDES and k != "out"]
+        if args.preset:
+            fields["preset"] = PRESET_ALIASES.get(args.preset, args.preset)
+        saved = _saved_config(fields.get("out"))
+        # The run's own flags again (the command that was interrupted, plus --resume) are fine;
+        # only a value that differs from the run's would change it.
+        same = {k for k in fields if saved is not None and _same_value(k, fields[k], _dotted_get(saved, k))}
+        bad = sorted(k for k in fields if k not in RESUMABLE_OVERRIDES and k != "out" and k not in same)
         if bad:
-            flags = ", ".join(_flag(b) for b in bad)
+            flags = ", ".join(f"{_flag(b)} {fields[b]}" + (f" (the run has {_dotted_get(saved, b)})" if saved else "")
+                              for b in bad)
             allowed = ", ".join(_flag(r) for r in RESUMABLE_OVERRIDES)
             raise UserError(f"--resume continues the run in {fields.get('out')} as it was started; drop {flags} "
                             f"(only {allowed} may change)")
-        return None, nest({k: v for k, v in fields.items() if k != "out"})
+        return None, nest({k: v for k, v in fields.items() if k in RESUMABLE_OVERRIDES})
     if not fields.get("model") or not fields.get("suite"):
         raise UserError("fixrl grpo needs --model DIR and --suite DIR (or --resume with the --out of a run)")
     if not fields.get("out"):
@@ -101,6 +107,33 @@ def grpo_config_from_args(args: argparse.Namespace) -> tuple[GRPOConfig | None, 
         raise UserError(str(e)) from None
 
 
+def _saved_config(out: str | None) -> GRPOConfig | None:
+    """The config a run in `out` was started with (None when there is none to read: the run's
+    own checks say so later)."""
+    path = Path(out or "") / "checkpoint" / "config.json"
+    try:
+        return load_config(path, out=str(out))
+    except (OSError, ValueError):
+        return None
+
+
+def _dotted_get(config: object, dotted: str) -> object:
+    for part in dotted.split("."):
+        config = getattr(config, part, None)
+    return config
+
+
+def _same_value(name: str, given: object, saved: object) -> bool:
+    """Whether a flag's value is the run's: equal, or (model, suite, adapter) the same path."""
+    if given == saved:
+        return True
+    if isinstance(given, list) and isinstance(saved, (list, tuple)):
+        return list(given) == list(saved)
+    if name in ("model", "suite", "adapter") and isinstance(given, str) and isinstance(saved, str):
+        return Path(given).resolve() == Path(saved).resolve()
+    return False
+
+
 def cmd_grpo(args: argparse.Namespace) -> int:
     cfg, overrides = grpo_config_from_args(args)
     out = Path(args.out or "")
@@ -109,7 +142,8 @@ def cmd_grpo(args: argparse.Namespace) -> int:
         if not path.exists():
             raise UserError(f"--resume: {out} has no checkpoint to resume (no {path})")
         try:
-            cfg = load_config(path, out=str(out))
+            # The overrides applied as the run applies them, so that --print-config shows them.
+            cfg = load_config(path, **{**(overrides or {}), "out": str(out)})
         except ValueError as e:
             raise UserError(f"{path}: {e}") from None
     if args.print_config:

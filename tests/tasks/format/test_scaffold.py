@@ -101,3 +101,13 @@ def test_a_failed_new_leaves_nothing_behind(tmp_path, inputs):
 def test_parse_collected():
     out = "tests/t.py::test_a\ntests/t.py::TestK::test_b[x y]\nother.py::test_c\n\n2 tests collected in 0.01s\n"
     assert parse_collected(out, "tests/t.py") == ["tests/t.py::test_a", "tests/t.py::TestK::test_b[x y]"]
+
+
+def test_new_refuses_a_test_that_passes_on_the_bug(tmp_path, inputs):
+    """Such a check rewards an agent that changes nothing; only `validate` noticed it before."""
+    repo, bug, _ = inputs
+    blind = tmp_path / "test_blind.py"
+    blind.write_text("from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n")
+    with pytest.raises(TaskError, match=r"--test .*test_blind\.py: passes on the buggy repository"):
+        new_task(repo, bug, blind, tmp_path / "s")
+    assert not (tmp_path / "s" / "tasks").exists()

@@ -3,6 +3,7 @@ the repository's real tests on every mutant; the emitted suite loads and validat
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -487,7 +488,7 @@ def test_eta():
     assert eta_seconds(Counts(total=100, done=40), 2.0) == 30.0
     assert eta_seconds(Counts(total=100, done=40, tested=40, kept=15, target=15), 2.0) == 0.0
     line = status_line(Counts(total=100, done=10, tested=8, kept=5, skipped=2, target=15), 12.0, 150)
-    assert line == "candidates 10/100 decided: 8 tested, 5 kept (target 15), 2 skipped; 12.0/min, about 2 min left"
+    assert line == "candidates 10/100 decided: 8 tested, 5 kept (of 15 wanted), 2 skipped; 12.0/min, about 2 min left"
 
 
 def test_the_check_keeps_the_test_commands_pytest_options():
@@ -516,3 +517,13 @@ def test_the_test_tool_gets_the_time_a_whole_suite_run_gets(tmp_path):
     limits = lambda s: suite_config(tmp_path, tmp_path, Counter(), "pytest", GenerateConfig(), s)[  # noqa: E731
         "defaults"]["limits"]["tool_timeout"]
     assert (limits(3.0), limits(40.0), limits(1000.0)) == (60.0, 125.0, 600.0)
+
+
+def test_the_log_says_why_candidate_testing_stopped(generated):
+    """`--max 6` tests until 14 bugs are kept (spares for those dropped later): the log says so,
+    and says whether the target was reached or the candidates ran out, and where they went."""
+    _, out, report = generated
+    log = (out / "generate.log").read_text()
+    assert "testing candidates until 14 bugs are kept: --max 6 plus spares" in log
+    assert re.search(r"candidate testing (stopped: \d+ bugs kept, the 14 wanted|ended: every one of the \d+ "
+                     r"candidates was decided, \d+ bugs kept of the 14 wanted)", log), log[-1500:]
