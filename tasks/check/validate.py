@@ -95,7 +95,7 @@ def _public_tests(task: Task, sb) -> str | None:
 def _public_problems(task: Task, pool: SandboxPool, tree: Path) -> list[str]:
     """Why the public test command does not run on `tree` in an agent's kind of sandbox
     (setup included). Raises SandboxError."""
-    with pool.acquire(tree, image=task.image) as sb:
+    with pool.acquire(tree, image=task.sandbox_image) as sb:
         try:
             run_setup(task, sb)
         except TaskError as e:
@@ -109,7 +109,7 @@ def _judge(task: Task, pool: SandboxPool, run: _Run, repeats: int) -> tuple[list
     (scores, problems). Raises SandboxError (the retry is `_judge_retrying`'s)."""
 
     results: list[Score] = []
-    open_check = functools.partial(pool.check_sandbox, image=task.image)
+    open_check = functools.partial(pool.check_sandbox, image=task.sandbox_image)
     for _ in range(repeats):
         got = score(task, run.submission, open_check, retries=0)
         if got.error_kind == "task":

@@ -238,7 +238,7 @@ def rules_check(args) -> int:
 
 def new(args) -> int:
     made = new_task(Path(args.repo), Path(args.bug), Path(args.test), Path(args.out), task_id=args.id,
-                    issue=args.issue, backend=args.backend)
+                    issue=args.issue, backend=args.backend, progress=lambda line: print(line, file=sys.stderr))
     print(f"wrote {made.task_file} ({len(made.tests)} check test(s) from {made.check_dest})")
     if made.visible:
         print(f"note: {made.check_dest} is part of the repository, so the agent can read it; "
