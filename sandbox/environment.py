@@ -101,7 +101,10 @@ class EnvSpec:
         for req in self.requirements:
             args += ["-r", str(Path(self.repo or ".") / req)]
         args += list(self.packages)
-        if not any(_project_name(p) == "pytest" for p in self.packages):
+        named = list(self.packages)
+        for req in self.requirements:
+            named += (Path(self.repo or ".") / req).read_text(encoding="utf-8", errors="replace").splitlines()
+        if not any(_project_name(p) == "pytest" for p in named):  # the repository's own pin wins
             args.append(f"pytest=={_pytest_version()}")
         return args
 
@@ -167,7 +170,7 @@ def env_python(tag: str) -> str:
 
 
 def _run(cmd: list[str], what: str, progress: Callable[[str], None]) -> None:
-    progress(f"{what}: {' '.join(cmd[3:8])}{' ...' if len(cmd) > 8 else ''}")
+    progress(what)
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-12:])

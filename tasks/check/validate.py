@@ -30,11 +30,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from fixrl.sandbox.base import SandboxError
+from fixrl.sandbox.environment import EnvBuildError, build_environment
 from fixrl.sandbox.pool import SandboxPool
 from fixrl.tasks.check.reward import Score, Submission, score
 from fixrl.tasks.check.rules import judge_changes, relax_hint, repo_modules, tree_changes
 from fixrl.tasks.check.validate_cache import ValidationCache
-from fixrl.tasks.format.loader import TaskError, field_text, load_suite_lenient
+from fixrl.tasks.format.loader import TaskError, environment_spec, field_text, load_suite_lenient
 from fixrl.tasks.format.materialize import changed_paths, is_test_path, materialize, run_setup
 from fixrl.tasks.format.pytest_command import parse_pytest_command
 from fixrl.tasks.format.schema import Suite, Task
@@ -44,6 +45,24 @@ if TYPE_CHECKING:
 
 _PYTEST_EXIT = {2: "interrupted (collection errors?)", 3: "internal error", 4: "usage error",
                 5: "no tests collected"}
+_ERROR_LINE = re.compile(r"^(?:E\s+)?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|NotFound|Exit)\b:?.*)$")
+_COLLECTION_LINE = re.compile(r"(ERROR collecting .*|ImportError while .*|error: .*|No module named .*)")
+
+
+def first_error_line(output: str) -> str | None:
+    """The first line of `output` that names an exception (`E   ModuleNotFoundError: No module
+    named 'attr'`, `importlib.metadata.PackageNotFoundError: pluggy`), else the first that says
+    a collection or import failed; None if there is none."""
+    lines = output.splitlines()
+    for line in lines:
+        m = _ERROR_LINE.match(line.strip())
+        if m and not m.group(1).startswith(("AssertionError", "assert")):
+            return m.group(1).strip()[:300]
+    for line in lines:
+        m = _COLLECTION_LINE.search(line)
+        if m:
+            return m.group(1).strip()[:300]
+    return None
 
 
 @dataclass
@@ -62,6 +81,9 @@ class ValidationResult:
     file: str | None = None
     cached: bool = False
     """Read back from the suite's validation cache (`tasks.check.validate_cache`), not run again."""
+    first_error: str | None = None
+    """The first line of the real error behind an invalid verdict (an ImportError, a collection
+    error) as the test output shows it; None when it shows none."""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -81,6 +103,9 @@ def _public_tests(task: Task, sb) -> str | None:
     """Why the public test command does not run properly, or None."""
     res = sb.exec(task.public_tests, timeout=task.limits.tool_timeout)
     tail = res.output.strip()[-300:]
+    error = first_error_line(res.output)
+    if error and error not in tail:
+        tail = f"first error: {error} ... {tail}"
     if res.timed_out:
         return f"public test command {task.public_tests!r} timed out after {task.limits.tool_timeout:g}s"
     if parse_pytest_command(task.public_tests) is not None and res.exit_code in _PYTEST_EXIT:
@@ -186,6 +211,13 @@ def validate_task(task: Task, pool: SandboxPool, repeats: int = 3) -> Validation
             got = results[0]
             if got.outcome != run.expect:
                 out.reasons.append(_wrong_verdict(task, run, got))
+                error = first_error_line(got.check.output) if got.check is not None else None
+                if error and out.first_error is None:
+                    out.first_error = error
+                    if error not in out.reasons[-1]:
+                        out.reasons[-1] += f" (first error: {error})"
+    if out.first_error is None and out.reasons:
+        out.first_error = next(filter(None, (first_error_line(r) for r in out.reasons)), None)
     out.ok = not out.reasons
     out.seconds = time.monotonic() - start
     return out
@@ -282,13 +314,16 @@ def _wrong_verdict(task: Task, run: _Run, got: Score) -> str:
 def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2, repeats: int = 3,
                    task_ids: list[str] | None = None, image: str | None = None,
                    progress: Callable[[ValidationResult], None] | None = None, cache: bool = False,
-                   note: Callable[[str], None] | None = None) -> list[ValidationResult]:
+                   note: Callable[[str], None] | None = None,
+                   say: Callable[[str], None] | None = None) -> list[ValidationResult]:
     """Validate every task of a suite (a Suite, or a path: then bad task files are results too,
     one per file), `jobs` tasks at a time in a pool of as many sandboxes.
 
     cache: reuse the results of tasks validated before with the same inputs, and store the new
     ones (`tasks.check.validate_cache`, in the suite directory); reused results have `cached` set.
-    note: receives warnings about the cache (unreadable, unwritable)."""
+    note: receives warnings about the cache (unreadable, unwritable).
+    say: receives the progress of building the tasks' environments (built before any task runs,
+    unless cached; a task whose environment cannot be built is invalid, with the reason)."""
 
     results: list[ValidationResult] = []
     if isinstance(suite, Suite):
@@ -318,6 +353,15 @@ def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2
             if progress:
                 progress(done[task.id])
     todo = [t for t in tasks if t.id not in done]
+    broken = _build_environments(todo, backend, say or (lambda line: None))
+    for task in [t for t in todo if t.env_tag in broken]:
+        why = broken[str(task.env_tag)]
+        res = ValidationResult(task.id, ok=False, reasons=[why], first_error=why.splitlines()[0],
+                               file=str(task.source_file) if task.source_file else None)
+        done[task.id] = res
+        if progress:
+            progress(res)
+    todo = [t for t in todo if t.id not in done]
     try:
         if todo:
             _validate_all(todo, done, backend=backend, jobs=jobs, repeats=repeats, image=image, progress=progress,
@@ -327,6 +371,23 @@ def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2
             store.save()
     results += [done[t.id] for t in tasks]
     return results
+
+
+def _build_environments(tasks: list[Task], backend: str, say: Callable[[str], None]) -> dict[str, str]:
+    """Build each distinct environment of `tasks` for `backend` (cached ones are found); returns
+    the tags that could not be built, with why (an environment is bad input: not retried)."""
+    broken: dict[str, str] = {}
+    seen: set[str] = set()
+    for task in tasks:
+        if task.environment is None or task.env_tag is None or task.env_tag in seen:
+            continue
+        seen.add(task.env_tag)
+        try:
+            build_environment(environment_spec(task), backend, lambda line, t=task.env_tag: say(f"{t}: {line}"))
+        except (EnvBuildError, ValueError) as e:
+            first = str(e).strip().splitlines()[0]
+            broken[task.env_tag] = f"environment {task.env_tag} could not be built: {first} ({e})"
+    return broken
 
 
 def _cached_result(data: dict, task: Task) -> ValidationResult:

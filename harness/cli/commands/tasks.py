@@ -168,6 +168,8 @@ def validate(args) -> int:
             console.print(f"{mark} {escape(res.task_id)}  [dim]{took}[/dim]")
             for reason in res.reasons:
                 console.print("    " + escape(reason.replace("\n", "\n    ")))
+            if res.first_error and not any(res.first_error in r for r in res.reasons):
+                console.print(f"    first error: {escape(res.first_error)}")
         for warning in res.warnings:
             console.print(f"    [yellow]warning:[/yellow] {escape(warning)}")
 
@@ -178,7 +180,8 @@ def validate(args) -> int:
             console.print(f"[yellow]warning:[/yellow] {escape(text)}")
 
     results = validate_suite(target, backend=args.backend, jobs=args.jobs, repeats=args.repeats,
-                             task_ids=args.task, image=args.image, progress=show, cache=args.cache, note=note)
+                             task_ids=args.task, image=args.image, progress=show, cache=args.cache, note=note,
+                             say=lambda line: print(line, file=sys.stderr))
     if not results:
         raise UserError(f"{path}: no tasks found (task files are *.yaml under {path / 'tasks'})")
     reused = sum(r.cached for r in results)
