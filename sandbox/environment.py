@@ -229,7 +229,7 @@ def build_local(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None,
     tag = spec.tag()
     dest = env_dir(tag)
     if (dest / "bin" / "python").exists() and not force:
-        progress(f"{tag}: cached at {dest}")
+        progress(f"cached at {dest}")
         return dest
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
@@ -244,7 +244,7 @@ def build_local(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None,
         os.chmod(venv, 0o755)
         venv.rename(dest)
     _make_readable(dest)
-    progress(f"{tag}: built at {dest}")
+    progress(f"built at {dest}")
     return dest
 
 
@@ -279,7 +279,7 @@ def build_docker(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None
     spec.validate()
     tag = spec.tag()
     if image_exists(tag) and not force:
-        progress(f"{tag}: image exists")
+        progress("image exists")
         return tag
     if not image_exists(spec.base_image):
         raise EnvBuildError(f"the base image {spec.base_image} is missing: run `fixrl sandbox build-image`")
@@ -297,7 +297,7 @@ def build_docker(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:  # paths from / : the folder may not exist yet
             tar.add(stage, arcname=f"usr/local/lib/python{image_py}/dist-packages", filter=_root_owned)
-        progress(f"{tag}: committing the layer over {spec.base_image}")
+        progress(f"committing the layer over {spec.base_image}")
         box = c.containers.create(spec.base_image, ["true"], network_disabled=True)
         try:
             box.put_archive("/", buf.getvalue()) or _fail_put()
@@ -305,7 +305,7 @@ def build_docker(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None
             box.commit(repository=repo, tag=version)
         finally:
             box.remove(force=True)
-    progress(f"{tag}: image built")
+    progress("image built")
     return tag
 
 
