@@ -110,6 +110,9 @@ def register(sub) -> None:
                    help="at most K tasks per function (default: 2)")
     g.add_argument("--no-select", dest="select", action="store_false",
                    help="run the whole test suite for every candidate instead of the tests that cover its function")
+    g.add_argument("--environment", choices=["auto", "none"], default="auto",
+                   help="the repository's environment: auto detects it from its packaging files (a suite.yaml "
+                        "`environment:` wins) and builds it; none runs its tests without one")
     g.add_argument("--ray", default=None, metavar="auto|ADDRESS",
                    help="test candidates on a Ray cluster's workers (pip install 'fixrl[ray]')")
     g.add_argument("--progress-every", type=float, default=30.0, metavar="SECONDS",
@@ -259,7 +262,8 @@ def generate(args) -> int:
     options = dict(max_tasks=args.max, seed=args.seed, backend=args.backend, heldout_frac=args.heldout_frac,
                    workers=args.workers, ops=args.operators, files=args.files, functions=args.functions,
                    exclude_private=args.exclude_private, max_per_function=args.max_per_function,
-                   select=args.select, progress=True, progress_every=args.progress_every)
+                   select=args.select, progress=True, progress_every=args.progress_every,
+                   environment=args.environment)
     if args.progress_every <= 0:
         raise UserError(f"--progress-every {args.progress_every}: must be a number of seconds > 0")
     if args.ray is None:
