@@ -139,6 +139,8 @@ def _tox(repo: Path, env: dict[str, Any]) -> None:
         return
     for line in cfg.get("testenv", "deps", fallback="").splitlines():
         line = line.split("#", 1)[0].strip()
+        if "{" in line:  # a tox substitution: its value is not known here
+            continue
         if ":" in line.split(" ")[0] and not line.startswith(("-r", "-c")):
             line = line.split(":", 1)[1].strip()  # a factor-conditional line: `py311: attrs`
         if not line or "{" in line or _is_local_reference(line) or line.startswith("-c"):
