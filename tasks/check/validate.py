@@ -30,12 +30,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from fixrl.sandbox.base import SandboxError
-from fixrl.sandbox.environment import EnvBuildError, build_environment
 from fixrl.sandbox.pool import SandboxPool
 from fixrl.tasks.check.reward import Score, Submission, score
 from fixrl.tasks.check.rules import judge_changes, relax_hint, repo_modules, tree_changes
 from fixrl.tasks.check.validate_cache import ValidationCache
-from fixrl.tasks.format.loader import TaskError, environment_spec, field_text, load_suite_lenient
+from fixrl.tasks.format.loader import TaskError, build_environments, field_text, load_suite_lenient
 from fixrl.tasks.format.materialize import changed_paths, is_test_path, materialize, run_setup
 from fixrl.tasks.format.pytest_command import parse_pytest_command
 from fixrl.tasks.format.schema import Suite, Task
@@ -353,7 +352,7 @@ def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2
             if progress:
                 progress(done[task.id])
     todo = [t for t in tasks if t.id not in done]
-    broken = _build_environments(todo, backend, say or (lambda line: None))
+    broken = build_environments(todo, backend, say or (lambda line: None))
     for task in [t for t in todo if t.env_tag in broken]:
         why = broken[str(task.env_tag)]
         res = ValidationResult(task.id, ok=False, reasons=[why], first_error=why.splitlines()[0],
@@ -371,23 +370,6 @@ def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2
             store.save()
     results += [done[t.id] for t in tasks]
     return results
-
-
-def _build_environments(tasks: list[Task], backend: str, say: Callable[[str], None]) -> dict[str, str]:
-    """Build each distinct environment of `tasks` for `backend` (cached ones are found); returns
-    the tags that could not be built, with why (an environment is bad input: not retried)."""
-    broken: dict[str, str] = {}
-    seen: set[str] = set()
-    for task in tasks:
-        if task.environment is None or task.env_tag is None or task.env_tag in seen:
-            continue
-        seen.add(task.env_tag)
-        try:
-            build_environment(environment_spec(task), backend, lambda line, t=task.env_tag: say(f"{t}: {line}"))
-        except (EnvBuildError, ValueError) as e:
-            first = str(e).strip().splitlines()[0]
-            broken[task.env_tag] = f"environment {task.env_tag} could not be built: {first} ({e})"
-    return broken
 
 
 def _cached_result(data: dict, task: Task) -> ValidationResult:

@@ -8,13 +8,14 @@ from __future__ import annotations
 import difflib
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from fixrl.sandbox.environment import EnvBuildError, EnvSpec
+from fixrl.sandbox.environment import EnvBuildError, EnvSpec, build_environment
 from fixrl.sandbox.factory import DEFAULT_IMAGE
 from fixrl.tasks.format.environment import commit_tree, spec_of
 from fixrl.tasks.format.schema import Check, EditRules, GitRepo, Limits, Suite, SuiteConfig, Task, rules_key_renamed
@@ -226,6 +227,24 @@ def _resolve_fields(task: Task, file_dir: Path | None) -> list[str]:
         else:
             task.env_tag = spec.tag()
     return problems
+
+
+def build_environments(tasks: list[Task], backend: str, say: Callable[[str], None] = lambda line: None
+                       ) -> dict[str, str]:
+    """Build each distinct environment of `tasks` for `backend` (`say` gets the progress; a cached
+    one is found); returns the tags that could not be built, with why. Every job that runs a
+    task's tests calls this first: a sandbox cannot start on an environment not built."""
+    broken: dict[str, str] = {}
+    seen: set[str] = set()
+    for task in tasks:
+        if task.environment is None or task.env_tag is None or task.env_tag in seen:
+            continue
+        seen.add(task.env_tag)
+        try:
+            build_environment(environment_spec(task), backend, lambda line, t=task.env_tag: say(f"{t}: {line}"))
+        except (EnvBuildError, ValueError) as e:
+            broken[task.env_tag] = f"environment {task.env_tag} of task {task.id} could not be built: {e}"
+    return broken
 
 
 def environment_spec(task: Task) -> EnvSpec:
