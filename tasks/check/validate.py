@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 
 _PYTEST_EXIT = {2: "interrupted (collection errors?)", 3: "internal error", 4: "usage error",
                 5: "no tests collected"}
-_ERROR_LINE = re.compile(r"^(?:E\s+)?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|NotFound|Exit)\b:?.*)$")
+_ERROR_LINE = re.compile(r"^(?:E\s+|INTERNALERROR>\s*)?"
+                         r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|NotFound|Exit)(?::\s.*|:?$))")
 _COLLECTION_LINE = re.compile(r"(ERROR collecting .*|ImportError while .*|error: .*|No module named .*)")
 
 
