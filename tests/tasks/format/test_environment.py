@@ -82,3 +82,25 @@ def test_a_bad_environment_is_named(tmp_path, env, message):
     with pytest.raises(TaskError) as err:
         load_suite(_suite(tmp_path, {"name": "s"}, {"environment": env}))
     assert message in str(err.value) and ("environment" in str(err.value))
+
+
+def test_env_commands_say_what_a_repository_needs(tmp_path, capsys):
+    from fixrl.harness.cli import main
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert main(["env", "detect", str(plain)]) == 0
+    assert "no environment needed" in capsys.readouterr().out
+    assert main(["env", "build", str(plain), "--json"]) == 0
+    assert '"environments": []' in capsys.readouterr().out
+    (plain / "requirements-test.txt").write_text("freezegun\n")
+    assert main(["env", "detect", str(plain)]) == 0
+    assert yaml.safe_load(capsys.readouterr().out) == {"environment": {"requirements": ["requirements-test.txt"]}}
+
+
+def test_a_sandbox_of_an_environment_not_built_says_how_to_build_it(tmp_path, monkeypatch):
+    from fixrl.sandbox import SandboxError, open_sandbox
+
+    monkeypatch.setenv("FIXRL_ENV_DIR", str(tmp_path / "envs"))
+    with pytest.raises(SandboxError, match="fixrl env build"):
+        open_sandbox(tmp_path, backend="local", image="fixrl-env:0123456789abcdef")
