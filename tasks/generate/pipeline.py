@@ -133,6 +133,10 @@ def _generate(repo: Path, test_cmd: str, out: Path, cfg: GenerateConfig, runner:
         if journal.restarted:
             progress.note(f"the journal {journal.path.name} was started afresh: {journal.restarted}")
         own = runner is None
+        if not own and env_tag and getattr(getattr(runner, "pool", None), "image", None) != env_tag:
+            raise GenerateError(f"the repository needs its environment {env_tag}, which this runner's sandboxes "
+                                "do not run (a Ray cluster's do not yet): run without --ray, or pass "
+                                "--environment none if its tests need no packages")
         runner = runner or LocalRunner(workers, backend=cfg.backend, image=env_tag)
         try:
             _write_plugins(work)
