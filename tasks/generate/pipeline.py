@@ -128,15 +128,15 @@ def _generate(repo: Path, test_cmd: str, out: Path, cfg: GenerateConfig, runner:
                       f"{workers} workers)")
         work = _open_work(repo, Path(tmp))
         env, env_tag = _environment(repo, out, cfg, progress)
+        if runner is not None and env_tag and getattr(getattr(runner, "pool", None), "image", None) != env_tag:
+            raise GenerateError(f"the repository needs its environment {env_tag}, which this runner's sandboxes "
+                                "do not run (a Ray cluster's do not yet): run without --ray, or pass "
+                                "--environment none if its tests need no packages")
         inputs = {"repo": tree_hash(work, {GEN_DIR}), "test_cmd": test_cmd, "backend": cfg.backend}
         journal = Journal(out / JOURNAL_NAME, {**inputs, "environment": env_tag} if env_tag else inputs)
         if journal.restarted:
             progress.note(f"the journal {journal.path.name} was started afresh: {journal.restarted}")
         own = runner is None
-        if not own and env_tag and getattr(getattr(runner, "pool", None), "image", None) != env_tag:
-            raise GenerateError(f"the repository needs its environment {env_tag}, which this runner's sandboxes "
-                                "do not run (a Ray cluster's do not yet): run without --ray, or pass "
-                                "--environment none if its tests need no packages")
         runner = runner or LocalRunner(workers, backend=cfg.backend, image=env_tag)
         try:
             _write_plugins(work)
