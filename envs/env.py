@@ -442,7 +442,7 @@ class ToolEnv:
             return self._check_sandbox(ws)
 
         backend = self.config.check_backend or _backend_of(self.sb)
-        return open_sandbox(ws, backend=backend, image=self.task.image)
+        return open_sandbox(ws, backend=backend, image=self.task.sandbox_image)
 
 
 def _argument_error(name: str, e: ValidationError, tool: Tool) -> str:
@@ -484,5 +484,5 @@ def episode_env(task: Task, config: EnvConfig | None = None, suite: Any = None, 
 
     with tempfile.TemporaryDirectory(prefix="fixrl-ws-") as tmp:
         ws = tasks.materialize(task, Path(tmp) / "repo", "buggy")
-        with open_sandbox(ws, backend=backend, image=task.image, **sandbox_kwargs) as sb:
+        with open_sandbox(ws, backend=backend, image=task.sandbox_image, **sandbox_kwargs) as sb:
             yield ToolEnv(task, sb, config, suite=suite, check_sandbox=check_sandbox, seed=seed)

@@ -71,8 +71,10 @@ class ZygoteDied(SandboxError):
 class ForkingSandbox:
     """A LocalSandbox (every Sandbox method is its) plus `fork_python`: see the module docstring."""
 
-    def __init__(self, workspace: Path, limits: Limits | None = None, *, isolation: str = "auto"):
-        self.sb = LocalSandbox(workspace, limits, isolation=isolation)
+    def __init__(self, workspace: Path, limits: Limits | None = None, *, isolation: str = "auto",
+                 python: str | None = None):
+        """python: an environment's interpreter (sandbox.environment); default: fixrl's."""
+        self.sb = LocalSandbox(workspace, limits, isolation=isolation, python=python)
         # The zygote and its calls have a cgroup of their own (the sandbox's limits): the
         # sandbox's own group is emptied after every `exec`.
         self.group = SandboxCgroup.create(self.sb.limits) if self.sb.cgroup else None

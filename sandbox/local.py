@@ -28,7 +28,11 @@ What it does:
   cannot read root's files or signal other sandboxes, and the process limit is per sandbox.
   Without bwrap, a root host refuses to start rather than run commands as root when the
   interpreter is not usable by that uid.
-- `python`, `python3` and `pytest` are the interpreter running fixrl (`sys.executable`).
+- `python`, `python3`, `python3.X` and `pytest` are the interpreter running fixrl
+  (`sys.executable`), or an environment's (`python=`, sandbox.environment). Under bubblewrap an
+  interpreter directory that lies under /tmp on the host is shown at /run/fixrl/host/tmp/...,
+  never inside the sandbox's /tmp: `reset` empties that, and the interpreter's packages must
+  survive every reset (a forking sandbox's interpreter lives across them).
 - `read_file` (and `changed_files`) read regular files only: a FIFO, a socket or a device that
   code in the sandbox planted is refused (`NotRegularFileError`) without blocking; a symlink
   is never followed out of the sandbox.
@@ -75,10 +79,22 @@ _probe_lock = threading.Lock()
 _bwrap_ok: dict[bool, str | None] = {}  # running as root? -> None if bwrap works, else why not
 
 
-def _python_dirs() -> list[str]:
-    """Host directories the interpreter running fixrl needs (venv and base installation)."""
+HOST_IN_SANDBOX = "/run/fixrl/host"
+"""Where bubblewrap shows an interpreter directory that lies under /tmp on the host (a checkout
+or venv there): never inside the sandbox's own /tmp, which `reset` empties. Were it bound at its
+own path, its mount point would be a folder of that /tmp, and emptying /tmp would unmount it
+under a running forking sandbox's interpreter (its packages gone mid-life)."""
+CLEARED = ("/tmp", "/dev/shm")
+"""Sandbox paths whose contents `reset` removes."""
+
+
+def python_dirs(python: str | None = None) -> list[str]:
+    """Host directories an interpreter needs: the one running fixrl (venv and base installation)
+    and, for `python` (an environment's interpreter, a venv made from fixrl's base), its venv."""
     dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
             os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
+    if python is not None:
+        dirs.add(os.path.dirname(os.path.dirname(os.path.abspath(python))))
     out = []
     for d in sorted(dirs):
         if d in ("/", "/usr") or any(d == s or d.startswith(s + "/") for s in SYSTEM_DIRS):
@@ -88,13 +104,21 @@ def _python_dirs() -> list[str]:
     return out
 
 
+def in_box(host_path: str) -> str:
+    """Where bubblewrap shows an interpreter's host path (see HOST_IN_SANDBOX)."""
+    if any(host_path == c or host_path.startswith(c + "/") for c in CLEARED):
+        return HOST_IN_SANDBOX + host_path
+    return host_path
+
+
 def bwrap_args(ws: str, tmp: str, bindir: str, as_root: bool, network: bool = False,
-               shm: str | None = None, lib: str | None = None) -> list[str]:
+               shm: str | None = None, lib: str | None = None, python: str | None = None) -> list[str]:
     """The bubblewrap command line up to the command. As root, bwrap runs privileged without
     a user namespace (the command then drops to the sandbox's uid, see `_limit_prefix`);
     otherwise it runs unprivileged in a user namespace of its own. `shm`: a private host
     directory for /dev/shm (multiprocessing's semaphores live there). `lib`: the sandbox's copy
-    of the inside package (sandbox.shipping), bound read-only at LIB_IN_SANDBOX."""
+    of the inside package (sandbox.shipping), bound read-only at LIB_IN_SANDBOX. `python`: an
+    environment's interpreter (its venv is bound too)."""
     args = ["bwrap", "--tmpfs", "/"]
     for d in SYSTEM_DIRS:
         if os.path.islink(d):
@@ -109,17 +133,16 @@ def bwrap_args(ws: str, tmp: str, bindir: str, as_root: bool, network: bool = Fa
         args += ["--bind", shm, "/dev/shm"]
     if lib is not None:
         args += ["--ro-bind", lib, shipping.LIB_IN_SANDBOX]
-    # After the private /tmp: an interpreter or venv that lives under /tmp (a checkout there)
-    # must not be hidden by it.
     made: set[str] = set()
-    for d in _python_dirs():
-        parts = d.strip("/").split("/")
+    for d in python_dirs(python):
+        inside = in_box(d)
+        parts = inside.strip("/").split("/")
         for i in range(1, len(parts)):  # parents traversable by the sandbox's uid
             parent = "/" + "/".join(parts[:i])
-            if parent not in made and parent != "/tmp":
+            if parent not in made and parent not in CLEARED:
                 made.add(parent)
                 args += ["--perms", "0755", "--dir", parent]
-        args += ["--ro-bind", d, d]
+        args += ["--ro-bind", d, inside]
     args += ["--remount-ro", "/", "--hostname", "sandbox",
              "--die-with-parent", "--new-session", "--chdir", WORKDIR]
     if as_root:
@@ -132,7 +155,8 @@ def bwrap_args(ws: str, tmp: str, bindir: str, as_root: bool, network: bool = Fa
 
 
 def _limit_prefix(limits: Limits, cpu_seconds: int, nproc: int | None,
-                  drop_to: int | None, address_space: bool = True, lib: str = shipping.LIB_IN_SANDBOX) -> list[str]:
+                  drop_to: int | None, address_space: bool = True, lib: str = shipping.LIB_IN_SANDBOX,
+                  boxed: bool = True) -> list[str]:
     """Rlimits (and, as root, the switch to the sandbox's uid with no capabilities and
     no_new_privs) applied by a small program that then execs the command: a preexec_fn is
     not safe in a threaded host process. address_space: bound each process's address space
@@ -150,8 +174,9 @@ def _limit_prefix(limits: Limits, cpu_seconds: int, nproc: int | None,
         if nproc:
             pre.append(f"--nproc={nproc}")
         return pre + ["--"]
-    return [sys.executable, "-S", shipping.in_sandbox("rlimits.py", lib), str(mem), str(cpu_seconds), str(fsize),
-            str(nproc or 0), str(-1 if drop_to is None else drop_to)]
+    exe = os.path.realpath(sys.executable)  # the base interpreter: with -S it needs no venv
+    return [in_box(exe) if boxed else exe, "-S", shipping.in_sandbox("rlimits.py", lib), str(mem),
+            str(cpu_seconds), str(fsize), str(nproc or 0), str(-1 if drop_to is None else drop_to)]
 
 
 def _uid_procs(uid: int) -> list[int]:
@@ -223,10 +248,13 @@ class LocalSandbox:
     """A sandbox made of a temporary directory and limited subprocesses (see module docstring
     for what it protects against and what it does not)."""
 
-    def __init__(self, workspace: Path, limits: Limits | None = None, *, isolation: str = "auto"):
+    def __init__(self, workspace: Path, limits: Limits | None = None, *, isolation: str = "auto",
+                 python: str | None = None):
         """isolation: "auto" (bubblewrap when it works, else a logged warning), "bwrap"
-        (fail if it does not work) or "none"."""
+        (fail if it does not work) or "none". python: the interpreter commands run (an
+        environment's, sandbox.environment); default: the one running fixrl."""
         self.limits = limits or Limits()
+        self.python = python
         self._lock = threading.RLock()
         self._closed = False
         self._root = tempfile.mkdtemp(prefix="fixrl-local-")
@@ -255,13 +283,16 @@ class LocalSandbox:
             if owner and d not in (self.bin, self.lib):
                 os.chown(d, *owner)
         shipping.copy_package(Path(self.lib))  # read-only to the sandbox: not owned by its uid
-        exe = sys.executable
-        shims = {"python": f'exec "{exe}" "$@"', "python3": f'exec "{exe}" "$@"',
-                 "pytest": f'exec "{exe}" -m pytest "$@"'}
+        exe = os.path.abspath(self.python or sys.executable)
+        # One shim for both views: under bubblewrap an interpreter from under /tmp is at in_box(exe).
+        pick = f'exe="{exe}"; [ -x "{in_box(exe)}" ] && exe="{in_box(exe)}"'
+        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        shims = {"python": 'exec "$exe" "$@"', "python3": 'exec "$exe" "$@"', version: 'exec "$exe" "$@"',
+                 "pytest": 'exec "$exe" -m pytest "$@"'}
         for name, line in shims.items():
             p = os.path.join(self.bin, name)
             with open(p, "w") as f:
-                f.write(f"#!/bin/sh\n{line}\n")
+                f.write(f"#!/bin/sh\n{pick}\n{line}\n")
             os.chmod(p, 0o755)
         self.cgroup = SandboxCgroup.create(self.limits)
         self.isolation = self._choose_isolation(isolation)
@@ -354,11 +385,13 @@ class LocalSandbox:
         else:  # same user as the host process: its other processes count too
             nproc = len(_uid_procs(os.getuid())) + self.limits.pids
         lib = shipping.LIB_IN_SANDBOX if isolation == "bwrap" else self.lib
-        inner = _limit_prefix(self.limits, cpu_seconds, nproc, self.uid, address_space=group is None, lib=lib) + argv
+        inner = _limit_prefix(self.limits, cpu_seconds, nproc, self.uid, address_space=group is None, lib=lib,
+                              boxed=isolation == "bwrap") + argv
         join = group.launch_prefix() if group else []
         if isolation == "bwrap":
             return join + bwrap_args(self.ws, self.tmp, self.bin, as_root=self.uid is not None,
-                                     network=self.limits.network, shm=self.shm, lib=self.lib) + inner
+                                     network=self.limits.network, shm=self.shm, lib=self.lib,
+                                     python=self.python) + inner
         return join + inner
 
     def exec(self, cmd: str, timeout: float = 60.0) -> ExecResult:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import ContextManager, Iterator
 
 from fixrl.sandbox.base import Limits, Sandbox, SandboxConfigError, SandboxError
+from fixrl.sandbox.environment import env_python, is_env_tag
 from fixrl.sandbox.factory import image_unsupported, open_sandbox
 from fixrl.sandbox.forking import ForkingSandbox
 
@@ -96,9 +97,17 @@ class SandboxPool:
         self.replaced = 0
         """Sandboxes discarded after a SandboxError."""
 
+    def _key(self, image: str | None) -> str | None:
+        """What makes two sandboxes interchangeable: the image (Docker) or the environment
+        (local: any other image name means fixrl's own interpreter)."""
+        if self.backend == "local" and not is_env_tag(image):
+            return None
+        return image
+
     def _open(self, workspace: Path, image: str | None) -> Sandbox:
         if self.forking:
-            sb = ForkingSandbox(workspace, self.limits)
+            python = env_python(image) if image is not None and is_env_tag(image) else None
+            sb = ForkingSandbox(workspace, self.limits, python=python)
         else:
             sb = open_sandbox(workspace, backend=self.backend, image=image, limits=self.limits)
         with self._lock:
@@ -108,7 +117,7 @@ class SandboxPool:
     def _take(self, workspace: Path, image: str | None) -> Sandbox:
         with self._lock:
             for i, (img, idle) in enumerate(self._idle):
-                if img == image or self.backend == "local":
+                if self._key(img) == self._key(image):
                     sb: Sandbox | None = idle
                     del self._idle[i]
                     break
@@ -171,7 +180,7 @@ class SandboxPool:
         if self.backend != "local":
             return open_sandbox(Path(workspace), backend=self.backend, image=image or self.image,
                                 limits=self.limits)
-        return self._check_pool().acquire(workspace, image=image)
+        return self._check_pool().acquire(workspace, image=image or self.image)
 
     def _check_pool(self) -> SandboxPool:
         # Checks are CPU-bound: more of them at once than about twice the cores only adds
@@ -193,7 +202,7 @@ class SandboxPool:
             raise SandboxError("the sandbox pool is closed")
         if check_prelude is not None and self.backend == "local":
             checks = self._check_pool()
-            checks.warm(workspace)
+            checks.warm(workspace, image or self.image)
             with checks._lock:
                 idle = [sb for _, sb in checks._idle]
             for sb in idle:

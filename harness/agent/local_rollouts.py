@@ -98,8 +98,8 @@ class LocalEnvSide:
         with self._lock:
             self._live[key] = live
         ws = tasks_pkg.materialize(task, self.workdir / f"ep{key}", "buggy", cache=True)
-        sb = live.stack.enter_context(self.pool.acquire(ws, image=task.image))
-        checks = functools.partial(self._checks, image=task.image) if self._checks is not None else None
+        sb = live.stack.enter_context(self.pool.acquire(ws, image=task.sandbox_image))
+        checks = functools.partial(self._checks, image=task.sandbox_image) if self._checks is not None else None
         live.env = ToolEnv(task, sb, self.env_config, suite=self.suite, seed=seed, check_sandbox=checks)
         messages, tools = live.env.reset()
         # A sandbox from the pool, the buggy tree in it, setup and renaming: the time an episode

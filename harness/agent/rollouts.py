@@ -14,6 +14,7 @@ runs the environment side on a Ray cluster's nodes.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Protocol, Sequence, runtime_checkable
 
@@ -23,7 +24,11 @@ from fixrl.harness.agent.policies import Policy
 from fixrl.harness.agent.settings import ClusterConfig, EpisodeSettings
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxConfig
+from fixrl.sandbox.environment import EnvBuildError
 from fixrl.tasks import Suite, Task
+from fixrl.tasks.format.loader import build_environments
+
+log = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -53,7 +58,13 @@ class Rollouts(Protocol):
 def open_rollouts(suite: Suite | None, env: EnvConfig | None = None, sandbox: SandboxConfig | None = None,
                   cluster: ClusterConfig | None = None, *, max_total_tokens: int | None = None) -> Rollouts:
     """The rollouts a job's config asks for: episodes in this process, or on the Ray cluster
-    `cluster.address` names (ClusterError when it cannot serve)."""
+    `cluster.address` names (ClusterError when it cannot serve). The suite's environments are
+    built first where not cached (EnvBuildError when one cannot be)."""
+    if suite is not None:
+        broken = build_environments(list(suite.tasks), sandbox.backend if sandbox is not None else "local",
+                                    lambda line: log.info("%s", line))
+        if broken:
+            raise EnvBuildError(next(iter(broken.values())))
     if cluster is not None and cluster.address:
         cluster.validate()
         if sandbox is not None:

@@ -63,7 +63,7 @@ def measure(cfg: Config) -> dict[str, Any]:
             buggy = materialize(task, Path(tmp) / f"{i}-buggy", "buggy")
             fixed = materialize(task, Path(tmp) / f"{i}-fixed", "fixed")
             spec = spec_between(buggy, fixed)
-            with pool.acquire(fixed, image=task.image) as sb:
+            with pool.acquire(fixed, image=task.sandbox_image) as sb:
                 run_check(task, sb, guard=spec)  # warm: the first check pays for start-ups
                 for _ in range(cfg.repeats):
                     for guarded in (True, False):

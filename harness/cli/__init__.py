@@ -17,6 +17,7 @@ __all__ = ["UserError", "build_parser", "main", "quiet_third_parties"]
 COMMAND_MODULES = [
     "sandbox",   # fixrl sandbox build-image | cleanup
     "tasks",     # fixrl tasks validate | new | generate | import-swebench | export-swebench
+    "env",       # fixrl env build | detect
     "rollout",   # fixrl rollout
     "init_tiny", # fixrl init-tiny
     "train",     # fixrl sft | grpo

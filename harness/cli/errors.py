@@ -17,6 +17,7 @@ from fixrl.harness.agent.policies import PolicyError
 from fixrl.harness.bench.errors import BenchError
 from fixrl.harness.model.precision import PrecisionError
 from fixrl.sandbox import SandboxConfigError, SandboxError
+from fixrl.sandbox.environment import EnvBuildError
 from fixrl.tasks.format.loader import TaskError
 from fixrl.tasks.generate.config import GenerateError
 from fixrl.train.errors import DataError, ModelError, RunError
@@ -27,8 +28,8 @@ class UserError(Exception):
 
 
 INPUT_ERRORS: tuple[type[BaseException], ...] = (
-    UserError, SandboxConfigError, TaskError, GenerateError, PolicyError, TemplateError, BenchError, ModelError,
-    RunError, DataError, EvalError, ReportError, PrecisionError)
+    UserError, SandboxConfigError, EnvBuildError, TaskError, GenerateError, PolicyError, TemplateError, BenchError,
+    ModelError, RunError, DataError, EvalError, ReportError, PrecisionError)
 """Each layer's bad-input errors (exit status 2)."""
 
 

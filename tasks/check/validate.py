@@ -36,7 +36,7 @@ from fixrl.tasks.check.images import image_problem
 from fixrl.tasks.check.reward import Score, Submission, score
 from fixrl.tasks.check.rules import judge_changes, relax_hint, repo_modules, tree_changes
 from fixrl.tasks.check.validate_cache import ValidationCache
-from fixrl.tasks.format.loader import TaskError, field_text, load_suite_lenient
+from fixrl.tasks.format.loader import TaskError, build_environments, field_text, load_suite_lenient
 from fixrl.tasks.format.materialize import changed_paths, excerpt, is_test_path, materialize, run_setup
 from fixrl.tasks.format.pytest_command import parse_pytest_command
 from fixrl.tasks.format.schema import Suite, Task
@@ -46,6 +46,25 @@ if TYPE_CHECKING:
 
 _PYTEST_EXIT = {2: "interrupted (collection errors?)", 3: "internal error", 4: "usage error",
                 5: "no tests collected"}
+_ERROR_LINE = re.compile(r"^(?:E\s+|INTERNALERROR>\s*)?"
+                         r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|NotFound|Exit)(?::\s.*|:?$))")
+_COLLECTION_LINE = re.compile(r"(ERROR collecting .*|ImportError while .*|error: .*|No module named .*)")
+
+
+def first_error_line(output: str) -> str | None:
+    """The first line of `output` that names an exception (`E   ModuleNotFoundError: No module
+    named 'attr'`, `importlib.metadata.PackageNotFoundError: pluggy`), else the first that says
+    a collection or import failed; None if there is none."""
+    lines = output.splitlines()
+    for line in lines:
+        m = _ERROR_LINE.match(line.strip())
+        if m and not m.group(1).startswith(("AssertionError", "assert")):
+            return m.group(1).strip()[:300]
+    for line in lines:
+        m = _COLLECTION_LINE.search(line)
+        if m:
+            return m.group(1).strip()[:300]
+    return None
 
 
 @dataclass
@@ -64,6 +83,9 @@ class ValidationResult:
     file: str | None = None
     cached: bool = False
     """Read back from the suite's validation cache (`tasks.check.validate_cache`), not run again."""
+    first_error: str | None = None
+    """The first line of the real error behind an invalid verdict (an ImportError, a collection
+    error) as the test output shows it; None when it shows none."""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -83,6 +105,9 @@ def _public_tests(task: Task, sb) -> str | None:
     """Why the public test command does not run properly, or None."""
     res = sb.exec(task.public_tests, timeout=task.limits.tool_timeout)
     tail = excerpt(res.output)
+    error = first_error_line(res.output)
+    if error and error not in tail:
+        tail = f"first error: {error} ... {tail}"
     if res.timed_out:
         return f"public test command {task.public_tests!r} timed out after {task.limits.tool_timeout:g}s"
     if parse_pytest_command(task.public_tests) is not None and res.exit_code in _PYTEST_EXIT:
@@ -97,7 +122,7 @@ def _public_tests(task: Task, sb) -> str | None:
 def _public_problems(task: Task, pool: SandboxPool, tree: Path) -> list[str]:
     """Why the public test command does not run on `tree` in an agent's kind of sandbox
     (setup included). Raises SandboxError."""
-    with pool.acquire(tree, image=task.image) as sb:
+    with pool.acquire(tree, image=task.sandbox_image) as sb:
         try:
             run_setup(task, sb)
         except TaskError as e:
@@ -111,7 +136,7 @@ def _judge(task: Task, pool: SandboxPool, run: _Run, repeats: int) -> tuple[list
     (scores, problems). Raises SandboxError (the retry is `_judge_retrying`'s)."""
 
     results: list[Score] = []
-    open_check = functools.partial(pool.check_sandbox, image=task.image)
+    open_check = functools.partial(pool.check_sandbox, image=task.sandbox_image)
     for _ in range(repeats):
         got = score(task, run.submission, open_check, retries=0)
         if got.error_kind == "task":
@@ -188,6 +213,13 @@ def validate_task(task: Task, pool: SandboxPool, repeats: int = 3) -> Validation
             got = results[0]
             if got.outcome != run.expect:
                 out.reasons.append(_wrong_verdict(task, run, got))
+                error = first_error_line(got.check.output) if got.check is not None else None
+                if error and out.first_error is None:
+                    out.first_error = error
+                    if error not in out.reasons[-1]:
+                        out.reasons[-1] += f" (first error: {error})"
+    if out.first_error is None and out.reasons:
+        out.first_error = next(filter(None, (first_error_line(r) for r in out.reasons)), None)
     out.reasons = _once(out.reasons)
     out.ok = not out.reasons
     out.seconds = time.monotonic() - start
@@ -295,13 +327,16 @@ def _wrong_verdict(task: Task, run: _Run, got: Score) -> str:
 def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2, repeats: int = 3,
                    task_ids: list[str] | None = None, image: str | None = None,
                    progress: Callable[[ValidationResult], None] | None = None, cache: bool = False,
-                   note: Callable[[str], None] | None = None) -> list[ValidationResult]:
+                   note: Callable[[str], None] | None = None,
+                   say: Callable[[str], None] | None = None) -> list[ValidationResult]:
     """Validate every task of a suite (a Suite, or a path: then bad task files are results too,
     one per file), `jobs` tasks at a time in a pool of as many sandboxes.
 
     cache: reuse the results of tasks validated before with the same inputs, and store the new
     ones (`tasks.check.validate_cache`, in the suite directory); reused results have `cached` set.
-    note: receives warnings about the cache (unreadable, unwritable)."""
+    note: receives warnings about the cache (unreadable, unwritable).
+    say: receives the progress of building the tasks' environments (built before any task runs,
+    unless cached; a task whose environment cannot be built is invalid, with the reason)."""
 
     results: list[ValidationResult] = []
     if isinstance(suite, Suite):
@@ -342,6 +377,15 @@ def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2
                 progress(done[task.id])
     todo = [t for t in tasks if t.id not in done]
     require_images(backend, {image or t.image for t in todo})   # said once, before any sandbox starts
+    broken = build_environments(todo, backend, say or (lambda line: None))
+    for task in [t for t in todo if t.env_tag in broken]:
+        why = broken[str(task.env_tag)]
+        res = ValidationResult(task.id, ok=False, reasons=[why], first_error=why.splitlines()[0],
+                               file=str(task.source_file) if task.source_file else None)
+        done[task.id] = res
+        if progress:
+            progress(res)
+    todo = [t for t in todo if t.id not in done]
     try:
         if todo:
             _validate_all(todo, done, backend=backend, jobs=jobs, repeats=repeats, image=image, progress=progress,

@@ -8,12 +8,16 @@ from __future__ import annotations
 import difflib
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from fixrl.sandbox.environment import EnvBuildError, EnvSpec, build_environment
+from fixrl.sandbox.factory import DEFAULT_IMAGE
+from fixrl.tasks.format.environment import commit_tree, spec_of
 from fixrl.tasks.format.schema import Check, EditRules, GitRepo, Limits, Suite, SuiteConfig, Task, rules_key_renamed
 
 
@@ -214,7 +218,44 @@ def _resolve_fields(task: Task, file_dir: Path | None) -> list[str]:
     elif not path.is_dir():
         problems.append(f"field 'repo': directory {str(path)!r} not found (paths are relative to the "
                         f"suite directory {suite_dir})")
+    if task.environment is not None and not problems:
+        spec = environment_spec(task)
+        try:
+            spec.validate()
+        except EnvBuildError as e:
+            problems.append(str(e))
+        else:
+            task.env_tag = spec.tag()
     return problems
+
+
+def build_environments(tasks: list[Task], backend: str, say: Callable[[str], None] = lambda line: None
+                       ) -> dict[str, str]:
+    """Build each distinct environment of `tasks` for `backend` (`say` gets the progress; a cached
+    one is found); returns the tags that could not be built, with why. Every job that runs a
+    task's tests calls this first: a sandbox cannot start on an environment not built."""
+    broken: dict[str, str] = {}
+    seen: set[str] = set()
+    for task in tasks:
+        if task.environment is None or task.env_tag is None or task.env_tag in seen:
+            continue
+        seen.add(task.env_tag)
+        try:
+            build_environment(environment_spec(task), backend, lambda line, t=task.env_tag: say(f"{t}: {line}"))
+        except (EnvBuildError, ValueError) as e:
+            broken[task.env_tag] = f"environment {task.env_tag} of task {task.id} could not be built: {e}"
+    return broken
+
+
+def environment_spec(task: Task) -> EnvSpec:
+    """The task's `environment` as the sandbox layer builds it (its repository's path filled in)."""
+    env = task.environment
+    if env is None:
+        raise ValueError(f"task {task.id} has no environment")
+    repo = repo_path(task)
+    if isinstance(task.repo, GitRepo):  # the commit's files, not the checkout's working tree
+        repo = commit_tree(repo, task.repo.commit)
+    return spec_of(env.model_dump(), repo, task.image or DEFAULT_IMAGE)
 
 
 # ---------------------------------------------------------------- tasks and suites
@@ -239,7 +280,11 @@ def find_suite_dir(file: Path) -> Path:
 
 def task_defaults(config: SuiteConfig) -> dict:
     """The task fields a suite fills in: its `defaults`, with its `rules` under the task's own
-    `rules` key (a task file's `rules` then override them field by field)."""
+    `rules` key (a task file's `rules` then override them field by field), and its
+    `environment`."""
+    if config.environment is not None:
+        env = config.environment.model_dump(exclude_defaults=True)
+        config = config.model_copy(update={"defaults": {"environment": env, **config.defaults}, "environment": None})
     if config.rules is None:
         return dict(config.defaults)
     rules = config.rules.model_dump(exclude_unset=True)

@@ -9,13 +9,16 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from fixrl.sandbox import open_sandbox
-from fixrl.tasks.format.loader import TaskError, stored_path
+from fixrl.sandbox.environment import EnvBuildError
+from fixrl.tasks.format.environment import detect_and_build
+from fixrl.tasks.format.loader import TaskError, load_suite_config, stored_path
 from fixrl.tasks.format.materialize import apply_patch, changed_paths, copy_repo, diff_dirs, strip_tree
 from fixrl.tasks.format.schema import TASK_ID_RE, Task
 from fixrl.tasks.format.staging import write_into
@@ -51,12 +54,14 @@ def parse_collected(output: str, dest: str) -> list[str]:
     return ids
 
 
-def collect_tests(workspace: Path, dest: str, backend: str = "local", timeout: float = 120.0) -> list[str]:
-    """Collect the node ids of one test file by running pytest in a sandbox."""
+def collect_tests(workspace: Path, dest: str, backend: str = "local", timeout: float = 120.0,
+                  image: str | None = None) -> list[str]:
+    """Collect the node ids of one test file by running pytest in a sandbox (of `image`: an
+    environment's tag, sandbox.environment)."""
 
     cmd = (f"python -m pytest --collect-only -q -p no:cacheprovider -o addopts= --rootdir=. "
            f"'{dest}'")
-    with open_sandbox(workspace, backend=backend) as sb:
+    with open_sandbox(workspace, backend=backend, image=image) as sb:
         res = sb.exec(cmd, timeout=timeout)
     ids = parse_collected(res.output, dest)
     if not ids:
@@ -66,17 +71,22 @@ def collect_tests(workspace: Path, dest: str, backend: str = "local", timeout: f
     return ids
 
 
-def passes_on(workspace: Path, dest: str, backend: str = "local", timeout: float = 120.0) -> bool:
-    """Whether the test file `dest` passes in `workspace` (pytest exit 0), run in a sandbox."""
+def passes_on(workspace: Path, dest: str, backend: str = "local", timeout: float = 120.0,
+              image: str | None = None) -> bool:
+    """Whether the test file `dest` passes in `workspace` (pytest exit 0), run in a sandbox of
+    `image` (an environment's tag, or None)."""
     cmd = f"python -m pytest -q -p no:cacheprovider -o addopts= --rootdir=. '{dest}'"
-    with open_sandbox(workspace, backend=backend) as sb:
+    with open_sandbox(workspace, backend=backend, image=image) as sb:
         res = sb.exec(cmd, timeout=timeout)
     return res.exit_code == 0 and not res.timed_out
 
 
 def new_task(repo: Path, bug: Path, test: Path, out: Path, task_id: str | None = None,
-             issue: str | None = None, backend: str = "local") -> Scaffold:
-    """Write `out/tasks/<id>.yaml` (+ `out/checks/<id>/`: bug.patch, fix.patch, the test file)."""
+             issue: str | None = None, backend: str = "local",
+             progress: Callable[[str], None] = lambda line: None) -> Scaffold:
+    """Write `out/tasks/<id>.yaml` (+ `out/checks/<id>/`: bug.patch, fix.patch, the test file).
+    The repository's environment (tasks.format.environment) is detected, built (`progress` gets
+    its lines) and written into the task unless the suite.yaml names one."""
     repo, bug, test, out = Path(repo), Path(bug), Path(test), Path(out)
     if not repo.is_dir():
         raise TaskError(f"--repo {repo}: directory not found")
@@ -121,9 +131,13 @@ def new_task(repo: Path, bug: Path, test: Path, out: Path, task_id: str | None =
         target = clean / dest
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(test, target)
-        tests = collect_tests(clean, dest, backend=backend)
+        try:
+            env, tag = detect_and_build(clean, backend, progress)
+        except EnvBuildError as e:
+            raise TaskError(f"--repo {repo}: its environment (from its packaging files) cannot be built: {e}") from None
+        tests = collect_tests(clean, dest, backend=backend, image=tag)
         shutil.copyfile(test, buggy / dest)
-        if passes_on(buggy, dest, backend=backend):
+        if passes_on(buggy, dest, backend=backend, image=tag):
             raise TaskError(f"--test {test}: passes on the buggy repository (with --bug {bug} applied), so the "
                             "check would reward an agent that changes nothing; give a test that fails on the bug "
                             "(and passes once it is fixed)")
@@ -145,6 +159,8 @@ def new_task(repo: Path, bug: Path, test: Path, out: Path, task_id: str | None =
     }
     if touched:
         data["file"] = touched[0]
+    if env is not None and (not (out / "suite.yaml").is_file() or load_suite_config(out).environment is None):
+        data["environment"] = env
     files = {f"{checks}/bug.patch": bug_text if bug_text.endswith("\n") else bug_text + "\n",
              f"{checks}/fix.patch": fix_text, f"{checks}/{test.name}": test.read_text(encoding="utf-8"),
              f"tasks/{task_id}.yaml": yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)}

@@ -192,13 +192,53 @@ class EditRules(_Strict):
         return v
 
 
+class Environment(_Strict):
+    """The Python packages a repository's tests need (sandbox.environment builds them: a
+    virtual environment for the local backend, an image layer for Docker). Absent: the
+    sandbox's own interpreter (fixrl's, or the image's) with pytest and nothing else."""
+
+    install: bool = False
+    """Install the repository itself: its dependencies and metadata (its code always runs from
+    the workspace)."""
+    extras: list[str] = Field(default_factory=list)
+    """The repository's extras installed with it (e.g. `[test]`); needs `install: true`."""
+    requirements: list[str] = Field(default_factory=list)
+    """Requirement files, relative to the repository root (e.g. `requirements/tests.txt`)."""
+    packages: list[str] = Field(default_factory=list)
+    """More requirement specifiers (e.g. `attrs>=22`, `pytest-mock`)."""
+    python: str | None = None
+    """`major.minor` the environment is for; None: the Python running fixrl."""
+
+    @field_validator("requirements")
+    @classmethod
+    def _requirements_inside_repo(cls, v: list[str]) -> list[str]:
+        return [_check_rel_path(p) for p in v]
+
+    @field_validator("python")
+    @classmethod
+    def _python_version(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"3\.\d+", str(v)):
+            raise ValueError(f"{v!r}: give major.minor, e.g. '3.11'")
+        return None if v is None else str(v)
+
+    @model_validator(mode="after")
+    def _extras_need_install(self) -> Environment:
+        if self.extras and not self.install:
+            raise ValueError("`extras` are the repository's own: set `install: true` too")
+        return self
+
+
 class Task(_Strict):
     id: str
     """Unique within a suite; letters, digits, `_`, `.`, `-`."""
     repo: str | GitRepo
     """A directory (relative to the suite) holding the clean repository, or a git repo + commit."""
     image: str | None = None
-    """Docker image for this task's sandboxes; default: the base sandbox image."""
+    """Docker image for this task's sandboxes; default: the base sandbox image (with an
+    `environment`: the image its layer goes on)."""
+    environment: Environment | None = None
+    """The packages the repository's tests need (suite.yaml's `environment` fills it); None:
+    none beyond pytest."""
     setup: list[str] = Field(default_factory=list)
     """Commands run in the repository after the bug is applied, before the agent starts."""
     kind: Literal["fix", "question"] = "fix"
@@ -237,6 +277,8 @@ class Task(_Strict):
     # Set by the loader, not by users.
     suite_dir: Path | None = Field(default=None, exclude=True)
     source_file: Path | None = Field(default=None, exclude=True)
+    env_tag: str | None = Field(default=None, exclude=True)
+    """The built environment's runtime name (`fixrl-env:<hash>`), from `environment`."""
 
     @model_validator(mode="before")
     @classmethod
@@ -279,6 +321,12 @@ class Task(_Strict):
         return self
 
     @property
+    def sandbox_image(self) -> str | None:
+        """What the task's sandboxes run: its environment's tag (an image layer for Docker, a
+        virtual environment for the local backend), else its `image`."""
+        return self.env_tag or self.image
+
+    @property
     def family(self) -> str | None:
         for tag in self.tags:
             if tag.startswith("family:"):
@@ -309,6 +357,8 @@ class SuiteConfig(_Strict):
     rules: EditRules | None = None
     """The edit rules of every task (any EditRules field: files, relax, allow_imports); a
     task's own `rules` override them field by field. The old key `policy` is still read."""
+    environment: Environment | None = None
+    """The packages every task's repository needs (a task's own `environment` overrides it key by key)."""
     family_edits: dict[str, FamilyEdit] = Field(default_factory=dict)
     """Each bug family's usual repair as one exact-snippet edit, for suites whose bugs leave a
     fixed marker. Scripted plans type it: the oracle wherever it gives the reference fix (so every

@@ -10,7 +10,9 @@ The mapping (SWE-bench's base_commit is the BUGGY state and its `patch` is the f
     problem_statement  -> issue
     FAIL_TO_PASS + PASS_TO_PASS -> check.tests (each list also kept in metadata.swebench)
     fixrl (extra field)         <-> split, tags, function, file, limits, public_tests, setup,
-                                    image, other metadata (export writes it; import restores it)
+                                    image, environment, other metadata (export writes it;
+                                    import restores it; else import detects the environment
+                                    from the base commit's packaging files)
 
 Export goes the other way. A task that is not already "a commit with no bug" (a plain
 directory, or a bug patch on top of a commit) gets its buggy state committed into an export
@@ -30,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from fixrl.tasks.format.environment import detect_environment
 from fixrl.tasks.format.loader import TaskError, load_suite, repo_path, stored_path
 from fixrl.tasks.format.materialize import apply_patch, changed_paths, diff_files, materialize
 from fixrl.tasks.format.schema import GitRepo, Suite, Task
@@ -41,7 +44,7 @@ _MAPPED = {"base_commit", "patch", "test_patch", "problem_statement"}
 _FIXED_DATE = "2000-01-01T00:00:00+0000"
 FIXRL_KEY = "fixrl"
 """An extra instance field (ignored by SWE-bench tools) carrying what SWE-bench has no field for."""
-_CARRIED = ("split", "tags", "function", "file", "limits", "public_tests", "setup", "image")
+_CARRIED = ("split", "tags", "function", "file", "limits", "public_tests", "setup", "image", "environment")
 
 
 def read_instances(path: Path) -> list[dict]:
@@ -123,6 +126,7 @@ def instance_to_task(inst: dict, checkout: Path, out: Path, where: str = "instan
                  check={"command": "python -m pytest -q"})
     with tempfile.TemporaryDirectory(prefix="fixrl-swe-") as tmp:
         base_dir = materialize(probe, Path(tmp) / "base", "clean")
+        environment = detect_environment(base_dir)
         test_paths = changed_paths(inst["test_patch"])
         existed = {p for p in test_paths if (base_dir / p).is_file()}
         try:
@@ -155,6 +159,8 @@ def instance_to_task(inst: dict, checkout: Path, out: Path, where: str = "instan
     }
     if public:
         data["public_tests"] = "python -m pytest -q " + " ".join(public)
+    if environment is not None:  # the base commit's (an exported `environment` below wins)
+        data["environment"] = environment
     touched = changed_paths(inst["patch"])
     if touched:
         data["file"] = touched[0]

@@ -55,6 +55,9 @@ class GenerateConfig:
     """Run tests in forks of a ready interpreter where the sandbox can (local backend); the
     baseline turns forking off for the run when forked interpreters write no report
     (`Baseline.fork`)."""
+    environment: str = "auto"
+    """The repository's environment (the task format's `environment:`): `auto` detects it from
+    its packaging files (a suite.yaml that sets one wins), `none` runs without one."""
     progress: bool = True
     """Show progress on stderr (the log file gets it either way)."""
     progress_every: float = 30.0

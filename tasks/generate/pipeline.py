@@ -54,6 +54,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from fixrl.sandbox.environment import EnvBuildError, build_environment
+from fixrl.tasks.format.environment import detect_environment, spec_of
+from fixrl.tasks.format.loader import load_suite_config
 from fixrl.tasks.generate.baseline import Baseline, baseline
 from fixrl.tasks.generate.commands import pytest_parts
 from fixrl.tasks.generate.config import GenerateConfig, GenerateError
@@ -124,12 +127,17 @@ def _generate(repo: Path, test_cmd: str, out: Path, cfg: GenerateConfig, runner:
         progress.note(f"fixrl tasks generate: {repo} -> {out} ({test_cmd!r}, seed {cfg.seed}, "
                       f"{workers} workers)")
         work = _open_work(repo, Path(tmp))
-        journal = Journal(out / JOURNAL_NAME, {"repo": tree_hash(work, {GEN_DIR}), "test_cmd": test_cmd,
-                                               "backend": cfg.backend})
+        env, env_tag = _environment(repo, out, cfg, progress)
+        if runner is not None and env_tag and getattr(getattr(runner, "pool", None), "image", None) != env_tag:
+            raise GenerateError(f"the repository needs its environment {env_tag}, which this runner's sandboxes "
+                                "do not run (a Ray cluster's do not yet): run without --ray, or pass "
+                                "--environment none if its tests need no packages")
+        inputs = {"repo": tree_hash(work, {GEN_DIR}), "test_cmd": test_cmd, "backend": cfg.backend}
+        journal = Journal(out / JOURNAL_NAME, {**inputs, "environment": env_tag} if env_tag else inputs)
         if journal.restarted:
             progress.note(f"the journal {journal.path.name} was started afresh: {journal.restarted}")
         own = runner is None
-        runner = runner or LocalRunner(workers, backend=cfg.backend)
+        runner = runner or LocalRunner(workers, backend=cfg.backend, image=env_tag)
         try:
             _write_plugins(work)
             scanned = scan(work, cfg)  # 2, before 1: bad targeting flags fail before any test runs
@@ -146,12 +154,33 @@ def _generate(repo: Path, test_cmd: str, out: Path, cfg: GenerateConfig, runner:
             if own:
                 runner.close()
             journal.close()
-        written = write_tasks(searched.kept, scanned, base, work, repo, out, test_cmd, cfg, rng)  # 4
+        written = write_tasks(searched.kept, scanned, base, work, repo, out, test_cmd, cfg, rng, env)  # 4
         validation = validate_tasks(written, cfg, progress)  # 5
         publish(written.stage, out, written.suite_config)
         progress.note(f"done: {len(written.tasks) - len(validation.invalid)} valid tasks "
                       f"({len(validation.invalid)} invalid)")
     return Stages(scanned, base, selection, searched, written, validation)
+
+
+def _environment(repo: Path, out: Path, cfg: GenerateConfig, progress: GenProgress) -> tuple[dict | None, str | None]:
+    """The suite's environment (its suite.yaml's, else detected; none with `environment: none`),
+    built for the run's backend; (its mapping, its tag), (None, None) without one."""
+    if cfg.environment not in ("auto", "none"):
+        raise GenerateError(f"--environment {cfg.environment!r}: use auto or none")
+    if cfg.environment == "none":
+        return None, None
+    existing = load_suite_config(out).environment if (out / "suite.yaml").is_file() else None
+    env = existing.model_dump(exclude_defaults=True) if existing is not None else detect_environment(repo)
+    if env is None:
+        return None, None
+    try:
+        built = spec_of(env, repo)
+        progress.note(f"environment {built.tag()}: {env}")
+        tag = build_environment(built, cfg.backend, progress.note)
+    except (EnvBuildError, ValueError) as e:
+        raise GenerateError(f"the repository's environment {env} could not be built: {e} (fix it in "
+                            f"{out / 'suite.yaml'} under `environment:`, or pass --environment none)") from None
+    return env, tag
 
 
 def _baseline_line(base: Baseline, selection: Selection) -> str:

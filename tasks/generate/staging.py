@@ -38,14 +38,16 @@ def dump_yaml(data) -> str:
 
 
 def suite_config(out: Path, repo: Path, names: Counter, test_cmd: str, cfg: GenerateConfig,
-                 suite_seconds: float = 0.0) -> dict:
+                 suite_seconds: float = 0.0, environment: dict | None = None) -> dict:
     """The suite.yaml `out` gets: the existing one (or a new one) with the generator's defaults
-    filled in where unset and its `rename_pool` replaced."""
+    filled in where unset (`environment` too) and its `rename_pool` replaced."""
     suite_file = out / "suite.yaml"
     config = yaml.safe_load(suite_file.read_text(encoding="utf-8")) if suite_file.exists() else None
     config = config if isinstance(config, dict) else {}
     config.setdefault("name", out.name)
     config.setdefault("description", f"Bug-fix tasks generated from {repo.name} by `fixrl tasks generate`.")
+    if environment is not None:
+        config.setdefault("environment", environment)
     defaults = config.setdefault("defaults", {})
     defaults.setdefault("repo", "repo")
     defaults.setdefault("public_tests", test_cmd)
@@ -60,14 +62,14 @@ def suite_config(out: Path, repo: Path, names: Counter, test_cmd: str, cfg: Gene
 
 
 def prepare_stage(out: Path, repo: Path, names: Counter, test_cmd: str,
-                  cfg: GenerateConfig, suite_seconds: float) -> tuple[Path, dict]:
+                  cfg: GenerateConfig, suite_seconds: float, environment: dict | None = None) -> tuple[Path, dict]:
     """OUT/.generate-stage: a suite of its own (suite.yaml, repo/, the generated folders) that the
     new tasks are written and validated in; returns it and the suite.yaml `out` will get."""
     stage = out / STAGE_DIR
     if stage.exists():
         shutil.rmtree(stage)
     stage.mkdir()
-    config = suite_config(out, repo, names, test_cmd, cfg, suite_seconds)
+    config = suite_config(out, repo, names, test_cmd, cfg, suite_seconds, environment)
     staged = {**config, "defaults": {**config["defaults"], "repo": "repo"}}
     (stage / "suite.yaml").write_text(dump_yaml(staged), encoding="utf-8")
     if (out / "repo").resolve() == repo:

@@ -53,9 +53,10 @@ class Written:
 
 
 def write_tasks(kept: list[Candidate], scanned: Scan, base: Baseline, work: Path, repo: Path, out: Path,
-                test_cmd: str, cfg: GenerateConfig, rng: random.Random) -> Written:
+                test_cmd: str, cfg: GenerateConfig, rng: random.Random, environment: dict | None = None) -> Written:
     """Issue texts, the choice and split, the task files in a fresh staging folder (see the module
-    docstring); `rng` goes on with the seeded stream the search ordered candidates with."""
+    docstring); `rng` goes on with the seeded stream the search ordered candidates with.
+    `environment`: the suite's `environment:` (None: none)."""
     with_issue = []
     no_issue = []
     for c in kept:
@@ -65,7 +66,7 @@ def write_tasks(kept: list[Candidate], scanned: Scan, base: Baseline, work: Path
             no_issue.append((c, why))
             continue
         with_issue.append((c, issue))
-    stage, config = prepare_stage(out, repo, scanned.names, test_cmd, cfg, base.seconds)
+    stage, config = prepare_stage(out, repo, scanned.names, test_cmd, cfg, base.seconds, environment)
     chosen = _select(with_issue, cfg.max_tasks, rng)
     fns = sorted({c.function for c, _ in chosen})
     held = split_by_function(fns, Counter(c.function for c, _ in chosen), cfg.heldout_frac, rng)

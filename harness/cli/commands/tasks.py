@@ -113,6 +113,9 @@ def register(sub) -> None:
                    help="at most K tasks per function (default: 2)")
     g.add_argument("--no-select", dest="select", action="store_false",
                    help="run the whole test suite for every candidate instead of the tests that cover its function")
+    g.add_argument("--environment", choices=["auto", "none"], default="auto",
+                   help="the repository's environment: auto detects it from its packaging files (a suite.yaml "
+                        "`environment:` wins) and builds it; none runs its tests without one")
     g.add_argument("--ray", default=None, metavar="auto|ADDRESS",
                    help="test candidates on a Ray cluster's workers (pip install 'fixrl[ray]')")
     g.add_argument("--progress-every", type=float, default=30.0, metavar="SECONDS",
@@ -179,6 +182,8 @@ def validate(args) -> int:
             console.print(f"{mark} {escape(res.task_id)}  [dim]{took}[/dim]")
             for reason in res.reasons:
                 console.print("    " + escape(reason.replace("\n", "\n    ")))
+            if res.first_error and not any(res.first_error in r for r in res.reasons):
+                console.print(f"    first error: {escape(res.first_error)}")
         for warning in res.warnings:
             console.print(f"    [yellow]warning:[/yellow] {escape(warning)}")
 
@@ -190,7 +195,8 @@ def validate(args) -> int:
 
     with steps:
         results = validate_suite(target, backend=args.backend, jobs=args.jobs, repeats=args.repeats,
-                                 task_ids=args.task, image=args.image, progress=show, cache=args.cache, note=note)
+                                 task_ids=args.task, image=args.image, progress=show, cache=args.cache, note=note,
+                                 say=lambda line: print(line, file=sys.stderr))
     if not results:
         raise UserError(f"{path}: no tasks found (task files are *.yaml under {path / 'tasks'})")
     reused = sum(r.cached for r in results)
@@ -250,7 +256,7 @@ def rules_check(args) -> int:
 
 def new(args) -> int:
     made = new_task(Path(args.repo), Path(args.bug), Path(args.test), Path(args.out), task_id=args.id,
-                    issue=args.issue, backend=args.backend)
+                    issue=args.issue, backend=args.backend, progress=lambda line: print(line, file=sys.stderr))
     print(f"wrote {made.task_file} ({len(made.tests)} check test(s) from {made.check_dest})")
     if made.visible:
         print(f"note: {made.check_dest} is part of the repository, so the agent can read it; "
@@ -270,7 +276,8 @@ def generate(args) -> int:
     options = dict(max_tasks=args.max, seed=args.seed, backend=args.backend, heldout_frac=args.heldout_frac,
                    workers=args.workers, ops=args.operators, files=args.files, functions=args.functions,
                    exclude_private=args.exclude_private, max_per_function=args.max_per_function,
-                   select=args.select, progress=True, progress_every=args.progress_every)
+                   select=args.select, progress=True, progress_every=args.progress_every,
+                   environment=args.environment)
     if args.progress_every <= 0:
         raise UserError(f"--progress-every {args.progress_every}: must be a number of seconds > 0")
     if args.ray is None:

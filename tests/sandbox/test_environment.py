@@ -1,0 +1,46 @@
+"""Repository environments (sandbox.environment) and the interpreter's packages across resets."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# What the probe's sandbox needs of the interpreter: pytest and what it imports.
+SANDBOX_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py")
+
+
+def test_packages_survive_every_reset_with_the_venv_under_tmp(tmp_path):
+    """A venv under /tmp (a checkout there): after resets, which empty the sandbox's /tmp, a
+    forked call and a fresh command still import modules the interpreter never imported."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    venv = Path(tempfile.mkdtemp(prefix="fixrl-venv-", dir="/tmp"))
+    try:
+        venv.chmod(0o755)  # as a checkout there would be: sandboxes run as other uids
+        subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip",
+                        "--clear", str(venv)], check=True)
+        (vsite,) = (venv / "lib").glob("python3*/site-packages")
+        for name in SANDBOX_PACKAGES:
+            src = site / name
+            if src.is_dir():
+                shutil.copytree(src, vsite / name)
+            elif src.exists():
+                shutil.copy(src, vsite / name)
+        # fixrl and its host-side dependencies for the host process only: the sandbox never sees this path
+        (vsite / "host.pth").write_text(f"import site; site.addsitedir({str(site)!r})\n")
+        repo = tmp_path / "repo"
+        repo.mkdir()
+        (repo / "a.py").write_text("x = 1\n")
+        r = subprocess.run([str(venv / "bin" / "python"), str(HERE / "tmp_venv_probe.py"), str(repo)],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        assert out["prefix"] == str(venv)
+        for fork_exit, fork_out, exec_exit, exec_out in out["results"]:
+            assert (fork_exit, exec_exit) == (0, 0), (fork_out, exec_out)
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)

@@ -1,0 +1,106 @@
+"""The task format's `environment:` (tasks.format.environment): detection from packaging files,
+suite defaults, old files without it, and errors that name the field."""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from fixrl.tasks.format.environment import detect_environment
+from fixrl.tasks.format.loader import TaskError, load_suite
+
+TASK = {"id": "t1", "repo": "repo", "issue": "add is wrong", "bug_files": {"m.py": "x = 2\n"},
+        "fix": "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x = 2\n+x = 1\n",
+        "check": {"command": "python -m pytest -q t.py", "files": {"t.py": "def test_x():\n    pass\n"}}}
+
+
+def _suite(root, suite: dict | None = None, task: dict | None = None):
+    (root / "repo").mkdir(parents=True)
+    (root / "repo" / "m.py").write_text("x = 1\n")
+    (root / "repo" / "requirements-test.txt").write_text("freezegun\n")
+    (root / "tasks").mkdir()
+    (root / "tasks" / "t1.yaml").write_text(yaml.safe_dump({**TASK, **(task or {})}))
+    if suite is not None:
+        (root / "suite.yaml").write_text(yaml.safe_dump(suite))
+    return root
+
+
+def test_detection_reads_each_kind_of_packaging_file(tmp_path):
+    pyproject = tmp_path / "a"
+    pyproject.mkdir()
+    (pyproject / "pyproject.toml").write_text(
+        '[project]\nname = "a"\ndependencies = ["attrs>=22"]\n[project.optional-dependencies]\n'
+        'test = ["pytest-mock"]\ndocs = ["sphinx"]\n[dependency-groups]\ntests = ["hypothesis", "pytest>=7"]\n')
+    assert detect_environment(pyproject) == {"install": True, "extras": ["test"], "packages": ["hypothesis"]}
+
+    cfg = tmp_path / "b"
+    cfg.mkdir()
+    (cfg / "setup.cfg").write_text("[options]\ninstall_requires =\n    six\n[options.extras_require]\ntesting = mock\n")
+    (cfg / "tox.ini").write_text("[testenv]\ndeps =\n    freezegun\n    -r requirements/ci.txt\n    {env:X}\n"
+                                 "    py311: pytz\n    -e .\n")
+    (cfg / "requirements").mkdir()
+    (cfg / "requirements" / "ci.txt").write_text("hypothesis\n")
+    assert detect_environment(cfg) == {"install": True, "extras": ["testing"],
+                                       "requirements": ["requirements/ci.txt"], "packages": ["freezegun", "pytz"]}
+
+    setup_py = tmp_path / "c"
+    setup_py.mkdir()
+    (setup_py / "setup.py").write_text("from setuptools import setup\nsetup(name='c', install_requires=['six'])\n")
+    (setup_py / "requirements-dev.txt").write_text("freezegun\n")
+    assert detect_environment(setup_py) == {"install": True, "requirements": ["requirements-dev.txt"]}
+
+    plain = tmp_path / "d"
+    plain.mkdir()
+    (plain / "pyproject.toml").write_text('[project]\nname = "d"\n[project.optional-dependencies]\n')
+    (plain / "tox.ini").write_text("[testenv]\ndeps = pytest\n")
+    assert detect_environment(plain) is None  # nothing beyond pytest: the sandbox's own interpreter
+
+
+def test_old_files_without_an_environment_load_as_before(tmp_path):
+    task = load_suite(_suite(tmp_path, {"name": "s"})).tasks[0]
+    assert task.environment is None and task.env_tag is None and task.sandbox_image is None
+    assert "environment" not in task.model_dump(exclude_defaults=True)
+
+
+def test_the_suite_environment_reaches_every_task_and_names_its_build(tmp_path):
+    suite = _suite(tmp_path, {"environment": {"requirements": ["requirements-test.txt"], "packages": ["six"]}})
+    task = load_suite(suite).tasks[0]
+    assert task.environment.packages == ["six"] and task.environment.requirements == ["requirements-test.txt"]
+    assert task.sandbox_image == task.env_tag and task.env_tag.startswith("fixrl-env:")
+    tag = task.env_tag
+    (suite / "repo" / "requirements-test.txt").write_text("freezegun==1.5.1\n")  # what it reads is in the hash
+    assert load_suite(suite).tasks[0].env_tag != tag
+
+
+@pytest.mark.parametrize("env,message", [
+    ({"extras": ["test"]}, "install: true"),
+    ({"requirements": ["../outside.txt"]}, "relative path inside the repository"),
+    ({"requirements": ["missing.txt"]}, "'missing.txt' is not a file of the repository"),
+    ({"python": "three"}, "major.minor"),
+    ({"pakages": ["six"]}, "pakages"),
+])
+def test_a_bad_environment_is_named(tmp_path, env, message):
+    with pytest.raises(TaskError) as err:
+        load_suite(_suite(tmp_path, {"name": "s"}, {"environment": env}))
+    assert message in str(err.value) and ("environment" in str(err.value))
+
+
+def test_env_commands_say_what_a_repository_needs(tmp_path, capsys):
+    from fixrl.harness.cli import main
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert main(["env", "detect", str(plain)]) == 0
+    assert "no environment needed" in capsys.readouterr().out
+    assert main(["env", "build", str(plain), "--json"]) == 0
+    assert '"environments": []' in capsys.readouterr().out
+    (plain / "requirements-test.txt").write_text("freezegun\n")
+    assert main(["env", "detect", str(plain)]) == 0
+    assert yaml.safe_load(capsys.readouterr().out) == {"environment": {"requirements": ["requirements-test.txt"]}}
+
+
+def test_a_sandbox_of_an_environment_not_built_says_how_to_build_it(tmp_path, monkeypatch):
+    from fixrl.sandbox import SandboxError, open_sandbox
+
+    monkeypatch.setenv("FIXRL_ENV_DIR", str(tmp_path / "envs"))
+    with pytest.raises(SandboxError, match="fixrl env build"):
+        open_sandbox(tmp_path, backend="local", image="fixrl-env:0123456789abcdef")
