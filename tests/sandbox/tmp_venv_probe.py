@@ -1,4 +1,4 @@
-"""Run by tests/sandbox/test_environment.py with an interpreter whose venv lies under /tmp:
+"""Run by tests/sandbox/test_sandbox_environment.py with an interpreter whose venv lies under /tmp:
 a forking sandbox imports a module its interpreter never imported, before and after resets,
 and a fresh command imports it too. Prints one JSON line of exit statuses and outputs."""
 import json
