@@ -131,7 +131,8 @@ def _metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
     keys: list[str] = []
     for r in rows:
         for k, v in r.items():
-            if k != "step" and k not in keys and (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))):
+            number = isinstance(v, (int, float)) and not isinstance(v, bool)
+            if k != "step" and k not in keys and (v is None or number):
                 keys.append(k)
     series = {k: [_num(r.get(k)) for r in rows] for k in keys}
     return {"steps": steps, "series": {k: v for k, v in series.items() if any(x is not None for x in v)}}

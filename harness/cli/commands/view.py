@@ -33,7 +33,8 @@ def run(args) -> int:
     src = load(source)
     decoder = None
     if not args.no_tokens:
-        tok = args.tokenizer or (src.model if src.model and Path(src.model, "tokenizer_config.json").is_file() else None)
+        named = src.model if src.model and Path(src.model, "tokenizer_config.json").is_file() else None
+        tok = args.tokenizer or named
         decoder = load_decoder(tok) if tok else None
     written = write_page(src, Path(args.out) if args.out else default_out(source), decoder)
     how = "token by token" if written.tokens else "per turn (no tokenizer: give --tokenizer MODEL_DIR)"

@@ -54,9 +54,13 @@ function setupFilters() {
   fill("filter-exit", uniq("exit"));
   if (P.kind === "grpo") fill("filter-step", uniq("step"));
   else for (const e of document.querySelectorAll(".grpo-only")) e.hidden = true;
-  const on = (id, key, prop = "value") => document.getElementById(id).addEventListener("input", ev => {
-    state[key] = ev.target[prop]; state.page = 0; refresh();
-  });
+  // Both events: a select or checkbox changed by script or driver may send only "change".
+  const on = (id, key, prop = "value") => {
+    const node = document.getElementById(id);
+    const update = () => { if (state[key] !== node[prop]) { state[key] = node[prop]; state.page = 0; refresh(); } };
+    node.addEventListener("input", update);
+    node.addEventListener("change", update);
+  };
   on("filter-text", "text"); on("filter-outcome", "outcome"); on("filter-exit", "exit"); on("filter-step", "step");
   on("filter-kept", "kept", "checked");
   document.getElementById("prev").onclick = () => { if (state.page > 0) { state.page--; renderTable(); } };
