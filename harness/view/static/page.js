@@ -1,5 +1,5 @@
 // fixrl view: the page's behaviour. The data is the JSON in #payload; each episode's transcript
-// is a JSON script element #t<i>, parsed only when the episode is opened (pages of 10,000 episodes
+// is a script element #t<i> (gzipped JSON, base64), inflated only when the episode is opened (pages of 10,000 episodes
 // open without parsing them all). Every text is set with textContent: nothing from a run is HTML.
 "use strict";
 const P = JSON.parse(document.getElementById("payload").textContent);
@@ -113,15 +113,23 @@ function renderTable() {
   document.getElementById("page").textContent = `page ${state.page + 1} / ${pages}`;
 }
 
-function transcript(i) {
+// A transcript is gzipped JSON in base64 (page.py); inflated only when its episode is opened.
+async function transcript(i) {
   const node = document.getElementById("t" + i);
-  return node ? JSON.parse(node.textContent) : null;
+  if (!node) return null;
+  const bin = atob(node.textContent.trim());
+  const bytes = new Uint8Array(bin.length);
+  for (let k = 0; k < bin.length; k++) bytes[k] = bin.charCodeAt(k);
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return JSON.parse(await new Response(stream).text());
 }
 
-function open(i) {
+async function open(i) {
   state.sel = i;
+  document.getElementById("detail").dataset.opened = "";
   for (const tr of document.querySelectorAll("#episodes tbody tr")) tr.classList.toggle("sel", Number(tr.dataset.i) === i);
-  const e = EP[i], t = transcript(i);
+  const e = EP[i], t = await transcript(i);
+  if (state.sel !== i) return;  // another episode was clicked meanwhile
   const d = document.getElementById("detail");
   d.replaceChildren();
   d.append(el("h2", { text: `#${i} ${e.task}` + (e.sample !== null ? ` sample ${e.sample}` : "") + (e.step !== null ? ` step ${e.step}` : "") }));
@@ -139,6 +147,7 @@ function open(i) {
   if (t.stray_trained) d.append(el("p", { class: "anomaly", text: `${t.stray_trained} trained token(s) lie outside every assistant turn` }));
   for (const b of t.blocks) d.append(message(b));
   d.append(el("h2", { text: "Episode record" }), kv(t.record));
+  d.dataset.opened = String(i);
 }
 
 function message(b) {

@@ -38,6 +38,18 @@ def count(browser) -> str:
     return browser.find_element("id", "count").text
 
 
+def opened(browser, i: int | None = None):
+    """The detail panel once the page has inflated and drawn the clicked episode (asynchronous)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def done(b):
+        got = b.find_element("id", "detail").get_attribute("data-opened")
+        return got and (i is None or got == str(i))
+
+    WebDriverWait(browser, 10).until(done)
+    return browser.find_element("id", "detail")
+
+
 def choose(browser, select_id: str, value: str) -> None:
     from selenium.webdriver.support.ui import Select
 
@@ -72,7 +84,7 @@ def test_grpo_run_page(browser, grpo_run, tmp_path):
     assert [float(a) for a in advs if a] == sorted(float(a) for a in advs if a)
 
     rows(browser)[0].click()
-    detail = browser.find_element("id", "detail")
+    detail = opened(browser)
     trained = detail.find_elements("css selector", ".msg.assistant .tok-trained")
     assert trained and all(t.text or t.get_attribute("textContent") for t in trained)
     assert "tokens trained" in detail.text and "Verdict" in detail.text
@@ -100,7 +112,7 @@ def test_eval_page(browser, eval_run, tmp_path):
     choose(browser, "filter-exit", "submitted")
     assert len(rows(browser)) == 4
     rows(browser)[0].click()
-    detail = browser.find_element("id", "detail")
+    detail = opened(browser)
     adds = [a.text for a in detail.find_elements("css selector", ".diff .add")]
     assert any(a.startswith("+") and "+++" not in a for a in adds), adds  # the oracle's fix, as a diff
     assert detail.find_elements("css selector", ".msg.assistant .tok-trained")
@@ -112,7 +124,7 @@ def test_eval_page(browser, eval_run, tmp_path):
     passk = browser.find_element("id", "passk-table").text
     assert "pass@1" in passk and "pass@2" in passk and "[1.000, 1.000]" in passk
     cells[1].click()  # a cell opens its episode
-    assert browser.find_element("css selector", "#episodes tbody tr.sel")
+    assert "sample 1" in opened(browser).text and browser.find_element("css selector", "#episodes tbody tr.sel")
     assert errors(browser) == []
     shot = os.environ.get("FIXRL_VIEW_SCREENSHOT")
     if shot:
@@ -131,6 +143,6 @@ def test_text_from_a_run_never_runs_as_script(browser, tmp_path):
     html = page(tmp_path, f, "evil.html")
     browser.get(html.as_uri())
     rows(browser)[0].click()
+    assert evil in opened(browser).text
     assert browser.execute_script("return window.pwned === undefined")
-    assert evil in browser.find_element("id", "detail").text
     assert errors(browser) == []

@@ -100,7 +100,7 @@ def test_transcripts_are_inert_and_apart_from_the_table(tmp_path):
     t = traj(outcome="fail", reason="</script><b>x</b>")
     html = render(load(write(tmp_path / "x.jsonl", [t])))
     assert "</script><b>" not in html and "\\u003c/script>\\u003cb>" in html
-    assert html.count('<script type="application/json" id="t') == 1
+    assert html.count('<script type="application/gzip" id="t') == 1
 
 
 @pytest.mark.slow
