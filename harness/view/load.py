@@ -68,12 +68,24 @@ def load(path: Path | str) -> Source:
                         f"directory written by `fixrl eval --out`, or a trajectories .jsonl[.gz] file)")
     if p.is_file():
         return Source("trajectories", p, [Episode(t) for t in _trajectories(p)])
-    if (p / "results.json").is_file():
+    if _is_eval(p):
         return _eval(p)
     if (p / "trajectories").is_dir() or (p / "metrics.jsonl").is_file():
         return _grpo(p)
+    # A directory of runs (the demo's): say which of its folders can be viewed.
+    inside = sorted(c.name for c in p.iterdir() if c.is_dir() and (_is_eval(c) or (c / "trajectories").is_dir()))
+    hint = f"; these folders in it are runs: {', '.join(inside)}" if inside else ""
     raise ViewError(f"{p}: neither a GRPO run (no trajectories/ or metrics.jsonl) nor an eval "
-                    f"directory (no results.json); give one of those, or a trajectories .jsonl[.gz] file")
+                    f"directory (no results.json with per-task rows); give one of those, or a trajectories "
+                    f".jsonl[.gz] file{hint}")
+
+
+def _is_eval(p: Path) -> bool:
+    f = p / "results.json"
+    if not f.is_file():
+        return False
+    results = _json(f)
+    return isinstance(results, dict) and isinstance(results.get("tasks"), list)
 
 
 def _grpo(p: Path) -> Source:
@@ -90,8 +102,6 @@ def _grpo(p: Path) -> Source:
 
 def _eval(p: Path) -> Source:
     results = _json(p / "results.json")
-    if not isinstance(results, dict) or not isinstance(results.get("tasks"), list):
-        raise ViewError(f"{p / 'results.json'}: not a fixrl eval results file (no 'tasks' list)")
     found = [p / "trajectories.jsonl.gz", p / "trajectories.jsonl"]
     trajs = next((_trajectories(f) for f in found if f.is_file()), [])
     config = {k: v for k, v in results.items() if k != "tasks"}

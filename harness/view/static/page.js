@@ -24,7 +24,7 @@ const uniq = (key) => [...new Set(EP.map(e => e[key]).filter(v => v !== null && 
 
 const COLS = [
   ["i", "#", true], ["task", "task"], ["sample", "sample", true], ["step", "step", true, "grpo"],
-  ["version", "adapter", true, "version"], ["group", "group", true, "grpo"], ["advantage", "adv.", true, "grpo"],
+  ["version", "adapter", true, "version"], ["group", "group", true, "grpo"], ["advantage", "adv.", true, "grpo"], ["kept", "trained", false, "grpo"],
   ["reward", "reward", true], ["outcome", "outcome"], ["reason", "reason"], ["exit", "ended"],
   ["turns", "turns", true], ["tokens", "trained tok.", true], ["total", "all tok.", true],
   ["violations", "rules", true], ["guard", "guard", true],

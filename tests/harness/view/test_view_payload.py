@@ -31,6 +31,14 @@ def test_bad_sources_name_the_path_and_the_fix(tmp_path, capsys):
         load(tmp_path / "missing")
     with pytest.raises(ViewError, match="neither a GRPO run .* nor an eval"):
         load(tmp_path)
+    # the demo's directory holds its own results.json and runs in folders: the message names them
+    demo = tmp_path / "demo"
+    (demo / "grpo" / "trajectories").mkdir(parents=True)
+    (demo / "eval_end").mkdir()
+    (demo / "eval_end" / "results.json").write_text('{"tasks": [], "ks": [1]}')
+    (demo / "results.json").write_text('{"minutes": 3}')
+    with pytest.raises(ViewError, match="these folders in it are runs: eval_end, grpo"):
+        load(demo)
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(traj().to_dict()) + "\n{not json\n")
     with pytest.raises(ViewError, match=r"bad.jsonl:2: not JSON"):
