@@ -80,8 +80,10 @@ def test_grpo_run_page(browser, grpo_run, tmp_path):
 
     # sorting by advantage puts the lowest first
     browser.find_element("css selector", "th[data-key=advantage]").click()
-    advs = [r.find_elements("tag name", "td")[6].text for r in rows(browser)]
-    assert [float(a) for a in advs if a] == sorted(float(a) for a in advs if a)
+    keys = [th.get_attribute("data-key") for th in browser.find_elements("css selector", "#episodes th")]
+    column = keys.index("advantage")
+    advs = [float(r.find_elements("tag name", "td")[column].text) for r in rows(browser)]
+    assert len(advs) == 16 and advs == sorted(advs) and advs[0] < advs[-1]
 
     rows(browser)[0].click()
     detail = opened(browser)
