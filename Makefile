@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 FIXRL := $(VENV)/bin/fixrl
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test test-fast lint venv vllm bwrap docker image bench bench-gpu clean
+.PHONY: demo test test-fast lint venv vllm bwrap docker image chromium bench bench-gpu clean
 
 venv: $(VENV)/.installed
 
@@ -34,6 +34,11 @@ $(VLLM_VENV)/.installed:
 bwrap:
 	@command -v bwrap >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }
 
+# `fixrl view`'s pages are tested in a real headless browser: Debian's Chromium and its driver.
+chromium:
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null; }
+
 # Debian's docker.io when no engine answers; dockerd started when it is not running.
 docker:
 	bash sandbox/ensure_docker.sh
@@ -50,7 +55,7 @@ lint: venv
 	$(VENV)/bin/lint-imports
 
 # The 30 slowest tests are listed at the end: where the suite's time goes, run by run.
-test: lint venv vllm bwrap docker image
+test: lint venv vllm bwrap docker image chromium
 	$(VENV)/bin/pytest -q --durations=30
 
 test-fast: venv

@@ -15,6 +15,7 @@ the episode out), never as a fail.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import logging
 import random
 import tempfile
@@ -30,7 +31,7 @@ from fixrl.envs import rename as rn
 from fixrl.envs.reference import first_edit_right
 from fixrl.envs.rename import Renaming
 from fixrl.envs.tools import DEFAULT_TOOLS, Tool, ToolError, get_tools
-from fixrl.envs.types import EpisodeInfo, ExitStatus, Malformed, StepResult, ToolCall
+from fixrl.envs.types import DIFF_MAX_CHARS, EpisodeInfo, ExitStatus, Malformed, StepResult, ToolCall
 from fixrl.sandbox import open_sandbox
 from fixrl.sandbox.base import Sandbox, SandboxError
 from fixrl.tasks import is_test_path
@@ -436,6 +437,24 @@ class ToolEnv:
                    if not (path in self._after_setup and self._after_setup[path] == text)}
         info.record_score(score(self.task, Submission(changes, info.answer), self._open_check_sandbox,
                                 retries=self.config.check_retries))
+        info.diff = self._diff(changes)
+
+    def _diff(self, changes: dict[str, str | None]) -> str:
+        """The submitted changes against the buggy repository, as one unified diff."""
+        rules = for_task(self.task)
+        parts = []
+        for path in sorted(changes):
+            before, after = rules.original(path), changes[path]
+            parts.extend(difflib.unified_diff((before or "").splitlines(keepends=True),
+                                              (after or "").splitlines(keepends=True),
+                                              f"a/{path}" if before is not None else "/dev/null",
+                                              f"b/{path}" if after is not None else "/dev/null"))
+            if parts and not parts[-1].endswith("\n"):
+                parts.append("\n")
+        text = "".join(parts)
+        if len(text) > DIFF_MAX_CHARS:
+            text = text[:DIFF_MAX_CHARS] + f"\n... [diff cut at {DIFF_MAX_CHARS} of {len(text)} characters]\n"
+        return text
 
     def _open_check_sandbox(self, ws: Path) -> ContextManager[Sandbox]:
         if self._check_sandbox is not None:

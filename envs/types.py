@@ -10,6 +10,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from fixrl.tasks.check.reward import Score
     from fixrl.tasks.format.schema import Task
 
+DIFF_MAX_CHARS = 20_000
+"""Longest `EpisodeInfo.diff` kept (a record per episode: a rewritten file must not bloat it)."""
+
 ExitStatus = Literal["submitted", "out_of_turns", "out_of_tokens", "malformed", "error"]
 Outcome = Literal["pass", "fail", "error"]
 
@@ -78,6 +81,12 @@ class EpisodeInfo:
     rule_violations: list[str] = field(default_factory=list)
     """Why the submitted changes broke the task's edit rules ("rule: path:line: message",
     tasks.check.rules); non-empty means the episode failed without running the check."""
+    reason: str = ""
+    """The reward's one line on why the episode did not pass ('' for a pass or no verdict)."""
+    diff: str = ""
+    """The submitted changes as a unified diff against the buggy repository, in the task's
+    original names (what the reward judged, before carrying); '' when nothing changed. Capped at
+    DIFF_MAX_CHARS: it is for reading (`fixrl view`), and the reward never reads it."""
     sample: int | None = None
     """Which of a task's n episodes this is (0..n-1); set by the agent loop."""
     seed: int | None = None
@@ -94,6 +103,7 @@ class EpisodeInfo:
     def record_score(self, score: Score) -> None:
         """The reward's verdict on the submitted changes (tasks.check.reward.Score)."""
         self.outcome = score.outcome
+        self.reason = score.reason
         self.hidden_pass = score.hidden_pass
         self.partial_credit = score.partial_credit
         self.dropped_files = dict(score.dropped)

@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "evals",     # fixrl eval | probe | report
     "bench",     # fixrl bench sandbox | rollout | logprobs
     "demo",      # fixrl demo
+    "view",      # fixrl view
 ]
 
 

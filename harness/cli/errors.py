@@ -16,6 +16,7 @@ from fixrl.harness.agent.loop import TemplateError
 from fixrl.harness.agent.policies import PolicyError
 from fixrl.harness.bench.errors import BenchError
 from fixrl.harness.model.precision import PrecisionError
+from fixrl.harness.view import ViewError
 from fixrl.sandbox import SandboxConfigError, SandboxError
 from fixrl.sandbox.environment import EnvBuildError
 from fixrl.tasks.format.loader import TaskError
@@ -29,7 +30,7 @@ class UserError(Exception):
 
 INPUT_ERRORS: tuple[type[BaseException], ...] = (
     UserError, SandboxConfigError, EnvBuildError, TaskError, GenerateError, PolicyError, TemplateError, BenchError,
-    ModelError, RunError, DataError, EvalError, ReportError, PrecisionError)
+    ModelError, RunError, DataError, EvalError, ReportError, PrecisionError, ViewError)
 """Each layer's bad-input errors (exit status 2)."""
 
 

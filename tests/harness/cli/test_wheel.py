@@ -62,3 +62,9 @@ def test_wheel_installs_one_namespace_and_runs(tmp_path):
                          cwd=tmp_path, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     assert '"outcome": "pass"' in (tmp_path / "t.jsonl").read_text()
+    # `fixrl view`'s template, style and script are package data: the page is whole
+    view = subprocess.run([fixrl, "view", str(tmp_path / "t.jsonl"), "--no-tokens"], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300)
+    assert view.returncode == 0, view.stdout + view.stderr
+    page = (tmp_path / "t.html").read_text()
+    assert "async function open(" in page and ".tok-trained" in page and "__JS__" not in page
