@@ -47,7 +47,8 @@ def row(i: int, e: Episode) -> dict[str, Any]:
     """One line of the episode table."""
     t, info = e.traj, e.traj.info
     extra = info.extra
-    version = extra.get("adapter_version", extra.get("policy_version"))
+    # the weights that sampled it: a vLLM run's adapter names (`Trajectory.policy_versions`)
+    version = ", ".join(t.policy_versions) or extra.get("adapter_version", extra.get("policy_version"))
     return {"i": i, "task": t.task_id, "sample": info.sample, "step": e.step, "group": t.group,
             "version": version, "reward": t.reward, "outcome": info.outcome or "?", "reason": reason(t),
             "exit": info.exit_status or "?", "turns": info.turns, "tokens": t.num_policy_tokens,
