@@ -505,7 +505,9 @@ class Walker:
         if param is None:
             return False
         fn, index = param
-        if len(self.bindings.defs.get(fn.name, ())) != 1:
+        # A dunder method is called by the interpreter with values no call here shows (`format(x,
+        # spec)` calls `__format__(spec)`, `x[key]` calls `__getitem__(key)`).
+        if _is_dunder(fn.name) or len(self.bindings.defs.get(fn.name, ())) != 1:
             return False
         shift = 1 if id(fn) in self.bindings.methods else 0
         callers = [c for c in self.calls if isinstance(c.func, (ast.Name, ast.Attribute))

@@ -60,6 +60,29 @@ FIXES = {
     "getattr with a literal name": "return getattr(x, 'real', x) if lo <= x <= hi else min(max(x, lo), hi)\n",
     "benign dunder": "return min(max(x, lo), hi) if type(x).__name__ else x\n",
     "walrus and lambda": "if (y := min(x, hi)) is not None:\n    return (lambda v: max(lo, v))(y)\nreturn x\n",
+    # the false 0s of issue 31: pure standard-library modules none of the repository imported
+    "import math elsewhere": "import statistics\nreturn statistics.median([lo, x, hi])\n",
+    "from functools import reduce": "from functools import reduce\nreturn reduce(min, [hi, max(x, lo)])\n",
+    "import operator": "import operator\nreturn hi if operator.gt(x, hi) else max(x, lo)\n",
+    "dataclass": "from dataclasses import dataclass\n@dataclass(frozen=True)\nclass Span:\n    lo: int\n"
+                 "    hi: int\ns = Span(lo, hi)\nreturn min(max(x, s.lo), s.hi)\n",
+    "getattr with a parameter": "def pick(o, name):\n    return getattr(o, name)\n"
+                                "return min(max(pick(x, 'real'), lo), hi)\n",
+    "getattr over a literal tuple": "for name in ('real', 'imag'):\n    assert hasattr(x, name)\n"
+                                    "return min(max(x, lo), hi)\n",
+    "format on a literal-bound name": "fmt = '{} not in [{}, {}]'\nassert lo <= hi, fmt.format(x, lo, hi)\n"
+                                      "return min(max(x, lo), hi)\n",
+    "format field of a plain attribute": "assert lo <= hi, '{0.real}'.format(x)\nreturn min(max(x, lo), hi)\n",
+    "modules and mro on own objects": "class Plan:\n    def __init__(self):\n        self.modules = [lo, hi]\n"
+                                      "assert type(x).mro()\nreturn min(max(x, Plan().modules[0]), hi)\n",
+    "__main__ string": "if __name__ == '__main__':\n    print(x)\nreturn min(max(x, lo), hi)\n",
+    "helper class with __len__ and __iter__": "class Pair:\n    def __init__(self, a, b):\n        self.ab = (a, b)\n"
+                                              "    def __len__(self):\n        return 2\n"
+                                              "    def __iter__(self):\n        return iter(self.ab)\n"
+                                              "a, b = Pair(lo, hi)\nreturn min(max(x, a), b)\n",
+    "open a data file to read": "with open(__file__.rsplit('/', 1)[0] + '/limits.txt', encoding='utf-8') as fh:\n"
+                                "    fh.read()\nreturn min(max(x, lo), hi)\n",
+    "reading __class__": "return min(max(x, lo), hi) if x.__class__.__name__ else x\n",
 }
 
 
@@ -83,9 +106,9 @@ def test_what_the_original_does_is_allowed():
 
 
 def test_a_dunder_the_original_defines_may_be_defined_again():
-    original = ORIGINAL + "\n    def __len__(self):\n        return 1\n"
-    new = original.replace("        return 1\n", "        return len(self.v)\n") + \
-        "\n    def __eq__(self, other):\n        return self.v == other.v\n"
+    original = ORIGINAL + "\n    def __eq__(self, other):\n        return True\n"
+    new = original.replace("        return True\n", "        return self.v == other.v\n") + \
+        "\n    def __lt__(self, other):\n        return self.v < other.v\n"
     assert judge_change("pkg/core.py", original, new, EditRules(), REPO) == []
 
 
@@ -99,7 +122,18 @@ TRICKS = {
     "reversed": ("return getattr(x, 'emarf_teg_'[::-1])\n", "computed-names"),
     "f-string name": ("n = 'frame'\nreturn getattr(x, f'_get{n}')\n", "computed-names"),
     "join": ("return getattr(x, ''.join(['_get', 'frame']))\n", "computed-names"),
-    "setattr variable": ("k = 'v'\nsetattr(x, k, 1)\nreturn x\n", "computed-names"),
+    "setattr variable": ("k = x.name\nsetattr(x, k, 1)\nreturn x\n", "computed-names"),
+    "getattr, a name also bound to a computed value": ("k = 'v'\nif x:\n    k = '_' * 2\nreturn getattr(x, k)\n",
+                                                       "computed-names"),
+    "getattr through a parameter given a computed name": (
+        "def pick(o, name):\n    return getattr(o, name)\nreturn pick(x, '_' * 2 + 'class' + '_' * 2)\n",
+        "computed-names"),
+    "getattr through a parameter, the function passed on": (
+        "def pick(o, name):\n    return getattr(o, name)\nf = pick\nreturn f(x, 'real')\n", "computed-names"),
+    "getattr through a dunder's parameter": (
+        "class A:\n    def __format__(self, spec):\n        return getattr(x, spec)\nreturn format(A(), 'v')\n",
+        "computed-names"),
+    "format on a parameter": ("def show(fmt):\n    return fmt.format(x)\nreturn show('{0}')\n", "computed-names"),
     "hasattr starred": ("a = (x, 'v')\nreturn hasattr(*a)\n", "computed-names"),
     # aliasing
     "getattr alias": ("g = getattr\nreturn g(x, 'real')\n", "computed-names"),
@@ -111,7 +145,7 @@ TRICKS = {
     "os as o": ("import os as o\nreturn o.system('true')\n", "exec"),
     "from os import system": ("from os import system as s\nreturn s('true')\n", "exec"),
     "attrgetter": ("import operator\nreturn operator.attrgetter('a' + 'b')(x)\n", "computed-names"),
-    "methodcaller alias": ("from operator import methodcaller as mc\nn = 'strip'\nreturn mc(n)(x)\n",
+    "methodcaller alias": ("from operator import methodcaller as mc\nn = x.name\nreturn mc(n)(x)\n",
                            "computed-names"),
     "attrgetter dunder path": ("import operator\nreturn operator.attrgetter('f.__globals__')(x)\n", "introspection"),
     # classes equal to everything
@@ -122,11 +156,14 @@ TRICKS = {
     "type() with a namespace": ('return type("X", (), {"__eq__": lambda s, o: True})()\n', "comparison-dunders"),
     "type() with computed keys": ('d = {"__e" + "q__": lambda s, o: True}\nreturn type("X", (object,), d)()\n',
                                   "comparison-dunders"),
-    "setattr __hash__": ('setattr(Box, "__hash__", lambda s: 0)\nreturn Box(x)\n', "comparison-dunders"),
+    "setattr __hash__": ('setattr(Box, "__hash__", lambda s: 0)\nreturn Box(x)\n', "introspection"),
+    "setattr __eq__": ('setattr(Box, "__eq__", lambda s, o: True)\nreturn Box(x)\n', "comparison-dunders"),
     "total_ordering": ("import functools\n@functools.total_ordering\nclass A:\n    pass\nreturn A()\n",
                        "comparison-dunders"),
-    "__bool__ and __len__": ("class A:\n    def __bool__(self):\n        return True\n"
-                             "    def __len__(self):\n        return 0\nreturn A()\n", "comparison-dunders"),
+    "__contains__": ("class A:\n    def __contains__(self, item):\n        return True\nreturn A()\n",
+                     "comparison-dunders"),
+    "__del__ finalizer": ("class A:\n    def __del__(self):\n        pass\nreturn A()\n", "introspection"),
+    "weakref.finalize": ("import weakref\nweakref.finalize(x, print)\nreturn x\n", "imports"),
     # interpreter state
     "object.__getattribute__": ("return object.__getattribute__(x, 'v')\n", "introspection"),
     "frames": ("try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    return e.__traceback__.tb_frame.f_back\n",
@@ -141,7 +178,7 @@ TRICKS = {
     "format string": ("return '{0.__globals__}'.format(clamp)\n", "introspection"),
     "format built at run time": ("t = chr(123) + '0.' + 'f_glo' + 'bals' + chr(125)\nreturn t.format(clamp)\n",
                                  "computed-names"),
-    "match class pattern": ("match x:\n    case object(__class__=c):\n        return c\nreturn x\n", "introspection"),
+    "match class pattern": ("match x:\n    case object(__dict__=c):\n        return c\nreturn x\n", "introspection"),
     "vars subscript": ("return vars(x)['v']\n", "computed-names"),
     "globals subscript": ("return globals()['__builtins__']\n", "computed-names"),
     "locals in a comprehension": ("return [locals() for _ in [x]]\n", "computed-names"),
@@ -152,7 +189,17 @@ TRICKS = {
     "importlib": ("import importlib\nreturn importlib.import_module('sys')\n", "imports"),
     "linecache": ("import linecache\nreturn linecache.getline('t.py', 1)\n", "imports"),
     "ctypes": ("import ctypes\nreturn ctypes.c_int(x).value\n", "imports"),
-    "module the repository does not have": ("import json\nreturn json.loads(str(x))\n", "imports"),
+    "module the repository does not have": ("import yaml\nreturn yaml.safe_load(str(x))\n", "imports"),
+    "stdlib module outside the pure set": ("import io\nreturn io.StringIO(str(x)).read()\n", "imports"),
+    "relative import of an impure module": ("from . import sys\nreturn sys\n", "imports"),
+    "from-import of os through a repository module": ("from pkg.compat import os\nreturn os\n", "imports"),
+    "from-import of eval through a repository module": ("from .compat import eval as e\nreturn e('1')\n", "exec"),
+    "import a.b as c": ("import importlib.util as u\nreturn u\n", "imports"),
+    "private name of a pure module": ("import random\nreturn random._os\n", "introspection"),
+    "string.Formatter": ("import string\nreturn string.Formatter().get_field('0', [x], {})\n", "introspection"),
+    "typing.get_type_hints": ("from typing import get_type_hints\nreturn get_type_hints(x)\n", "introspection"),
+    "look-alike letters in a string": ("return getattr(x, '__\uff43lass__')\n", "introspection"),
+    "assigning __class__": ("x.__class__ = Box\nreturn x\n", "introspection"),
     "unittest.mock.ANY": ("from unittest.mock import ANY\nreturn ANY\n", "imports"),
     "builtin rebound at the top": ("return exec('x = 1')\n", "exec"),
     "star import from os": ("from os import *\nreturn system('true')\n", "exec"),
@@ -161,7 +208,11 @@ TRICKS = {
     "exec a string": ("exec('import sys; sys.exit(0)')\n", "exec"),
     "eval": ("return eval('x')\n", "exec"),
     "compile": ("return compile('1', 'f', 'eval')\n", "exec"),
-    "open": ("return open('tests/test_hidden.py').read()\n", "exec"),
+    # reading a file is allowed (the runtime guard refuses test files); writing is not
+    "open to write": ("open('pkg/other.py', 'w').write('')\nreturn x\n", "exec"),
+    "open with a computed mode": ("m = x.mode\nreturn open('data.txt', m).read()\n", "exec"),
+    "open of a descriptor": ("return open(3).read()\n", "exec"),
+    "open passed on": ("f = open\nreturn f('data.txt', 'w')\n", "exec"),
     "exit": ("exit(0)\n", "exec"),
     "quit": ("quit()\n", "exec"),
     "breakpoint": ("breakpoint()\n", "exec"),
@@ -188,7 +239,7 @@ def test_relaxing_a_rule_drops_only_that_rule():
     assert rules(body) == {"imports", "computed-names"}
     assert rules(body, edit_rules=EditRules(relax=["imports"])) == {"computed-names"}
     assert rules(body, edit_rules=EditRules(relax=list(RULE_NAMES))) == set()
-    assert rules("import json\nreturn json.dumps(x)\n", edit_rules=EditRules(allow_imports=["json"])) == set()
+    assert rules("import io\nreturn io.StringIO(x)\n", edit_rules=EditRules(allow_imports=["io"])) == set()
 
 
 def test_files_rule():
