@@ -8,9 +8,10 @@ computed attribute name that could be a dunder, a comparison method. Names are r
 parser reads them (identifiers are NFKC-normalised by Python itself; string constants are
 judged both as written and normalised), and resolved through imports and simple aliases.
 
-Not guaranteed: it is flow-insensitive and per file. A value that reaches a computed
-`getattr` through a parameter is accepted when every call of that function in the same file
-passes a literal name; a call from another changed file is not traced. Third-party modules
+Not guaranteed: it is flow-insensitive. A value that reaches a computed `getattr` through a
+parameter is accepted when every call of that function in the same file passes a literal name;
+the other changed files' calls are checked when the changes are judged together
+(`foreign_name_calls`, at submission), matched by the function's name only. Third-party modules
 the repository imports are judged by name only.
 """
 from __future__ import annotations
@@ -348,6 +349,9 @@ class Walker:
         self.read_opens: set[int] = set()
         self.class_targets: set[int] = set()
         self.bindings = _Bindings(tree)
+        self.name_params: dict[str, tuple[int | None, str, int]] = {}
+        """Functions whose parameter reaches a computed attribute name -> (positional index,
+        parameter name, 1 for a method else 0): calls from other files must give literals too."""
 
     def run(self) -> list[Finding]:
         for node in ast.walk(self.tree):
@@ -363,6 +367,11 @@ class Walker:
         for node in ast.walk(self.tree):
             self._node(node)
         return self.found
+
+    def run_name_params(self) -> dict[str, tuple[int | None, str, int]]:
+        """`name_params` after a run."""
+        self.run()
+        return self.name_params
 
     def add(self, f: Finding | None) -> None:
         if f is not None:
@@ -516,14 +525,9 @@ class Walker:
                    and (n.id if isinstance(n, ast.Name) else n.attr) == fn.name)
         if uses != len(callers):  # passed around as a value: its callers are out of sight
             return False
-        for call in callers:
-            pos = index - (shift if isinstance(call.func, ast.Attribute) else 0) if index is not None else None
-            given = [k.value for k in call.keywords if k.arg == arg.id]
-            if pos is not None and 0 <= pos < len(call.args):
-                given.append(call.args[pos])
-            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords) \
-                    or not all(_safe_literal(g) for g in given):
-                return False
+        if not calls_give_literals(callers, index, arg.id, shift):
+            return False
+        self.name_params[fn.name] = (index, arg.id, shift)
         return True
 
     def _definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, line: int) -> None:
@@ -534,6 +538,39 @@ class Walker:
                         self.add(name_finding(target.id, getattr(stmt, "lineno", line), "a class attribute", DEFINE))
             return
         self.add(name_finding(node.name, line, "defines", DEFINE))
+
+
+def calls_give_literals(calls: list[ast.Call], index: int | None, param: str, shift: int) -> bool:
+    """Whether every call gives the parameter (`index`: its position, `shift`: 1 when calls
+    through an attribute pass `self` implicitly) a safe string literal, or leaves it out."""
+    for call in calls:
+        pos = index - (shift if isinstance(call.func, ast.Attribute) else 0) if index is not None else None
+        given = [k.value for k in call.keywords if k.arg == param]
+        if pos is not None and 0 <= pos < len(call.args):
+            given.append(call.args[pos])
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords) \
+                or not all(_safe_literal(g) for g in given):
+            return False
+    return True
+
+
+def foreign_name_calls(tree: ast.Module, takers: dict[str, tuple[int | None, str, int]]) -> list[int]:
+    """Lines of `tree` that call one of another file's parameter-fed attribute-name functions
+    (`takers`, Walker.name_params) without a safe literal, or take it as a value."""
+    bad = []
+    called: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+            name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+            called.add(id(node.func))
+            if name in takers and not calls_give_literals([node], *takers[name]):
+                bad.append(node.lineno)
+    for node in ast.walk(tree):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
+            node.name if isinstance(node, ast.alias) else None
+        if name in takers and id(node) not in called and not isinstance(node, ast.alias):
+            bad.append(getattr(node, "lineno", 0))
+    return sorted(set(bad))
 
 
 def _reads_only(call: ast.Call) -> bool:

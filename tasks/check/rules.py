@@ -48,7 +48,14 @@ from typing import Iterable
 
 from fixrl.tasks.check.allowed import PURE_STDLIB
 from fixrl.tasks.check.guard import frame_readers
-from fixrl.tasks.check.reach import ALWAYS_IMPORTABLE, INTERPRETER_MODULES, Names, Walker, allowances
+from fixrl.tasks.check.reach import (
+    ALWAYS_IMPORTABLE,
+    INTERPRETER_MODULES,
+    Names,
+    Walker,
+    allowances,
+    foreign_name_calls,
+)
 from fixrl.tasks.format.loader import field_text, repo_path
 from fixrl.tasks.format.materialize import apply_patch, cached_tree, changed_paths, is_test_path, materialize
 from fixrl.tasks.format.schema import RULE_NAMES, EditRules, GitRepo, Task
@@ -207,7 +214,27 @@ def judge_changes(changes: dict[str, tuple[str | None, str | None]], rules: Edit
                   repo_modules: Iterable[str] = ()) -> list[Violation]:
     """`judge_change` over path -> (original, new) for several files."""
     mods = repo_modules if isinstance(repo_modules, frozenset) else frozenset(repo_modules)
-    return [v for path, (old, new) in sorted(changes.items()) for v in judge_change(path, old, new, rules, mods)]
+    out = [v for path, (old, new) in sorted(changes.items()) for v in judge_change(path, old, new, rules, mods)]
+    if "computed-names" not in rules.relax:
+        out += _foreign_name_calls(changes)
+    return out
+
+
+def _foreign_name_calls(changes: dict[str, tuple[str | None, str | None]]) -> list[Violation]:
+    """A function whose parameter reaches `getattr` is accepted when the calls in its own file
+    give it literals; the other changed files' calls of it must as well."""
+    trees = {path: _parse(new) for path, (_, new) in changes.items() if new is not None and path.endswith(".py")}
+    takers = {path: Walker(tree).run_name_params() for path, tree in trees.items() if tree is not None}
+    out = []
+    for path, tree in sorted(trees.items()):
+        others = {k: v for p, found in takers.items() if p != path for k, v in found.items()}
+        if tree is None or not others:
+            continue
+        for line in foreign_name_calls(tree, others):
+            out.append(Violation("computed-names", path, line, "calls a function of another changed file whose "
+                                 "parameter is an attribute name without a literal name (or passes it on); "
+                                 "give it the attribute name as a literal"))
+    return out
 
 
 class RepoModules(frozenset):

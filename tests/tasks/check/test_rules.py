@@ -13,7 +13,7 @@ from suitekit import fix_task, make_suite
 from fixrl.harness.cli import main as fixrl
 from fixrl.sandbox import SandboxPool
 from fixrl.tasks import TaskError, load_suite, validate_task
-from fixrl.tasks.check.rules import judge_change, reference_violations, repo_modules
+from fixrl.tasks.check.rules import judge_change, judge_changes, reference_violations, repo_modules
 from fixrl.tasks.format.schema import RULE_NAMES, EditRules
 
 ORIGINAL = '''\
@@ -232,6 +232,19 @@ def test_tricks_are_refused_under_their_rule(name):
     v = max((v for v in found if v.rule == rule), key=lambda v: v.line)  # the changed function's line
     assert v.path == "pkg/core.py" and v.line >= 7 and v.message, v
     assert str(v).startswith(f"{rule}: pkg/core.py:{v.line}: ")
+
+
+def test_a_parameter_fed_getattr_is_judged_at_its_callers_in_other_changed_files():
+    picker = "def pick(o, name):\n    return getattr(o, name)\n"
+    caller = "from .a import pick\n\n\ndef f(x):\n    return pick(x, {})\n"
+    old = "def f(x):\n    return x\n"
+
+    def judged(arg):
+        return [(v.rule, v.path) for v in judge_changes({"pkg/a.py": (None, picker),
+                                                         "pkg/b.py": (old, caller.format(arg))}, EditRules(), REPO)]
+    assert judged("'real'") == []
+    assert judged("'_' * 2 + 'class' + '_' * 2") == [("computed-names", "pkg/b.py")]
+    assert judged("x.name") == [("computed-names", "pkg/b.py")]
 
 
 def test_relaxing_a_rule_drops_only_that_rule():
