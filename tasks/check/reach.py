@@ -323,14 +323,6 @@ class _Bindings:
         sites = self.sites.get(name)
         return bool(sites) and all(s == "literal" for s in sites)
 
-    def parameter(self, name: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int | None] | None:
-        """(function, positional index) when `name`'s only binding is one parameter."""
-        sites = self.sites.get(name) or []
-        if len(sites) == 1 and isinstance(sites[0], tuple):
-            _, fn, index = sites[0]
-            return fn, index
-        return None
-
 
 class Walker:
     """Every finding of one module's AST."""
@@ -349,11 +341,15 @@ class Walker:
         self.read_opens: set[int] = set()
         self.class_targets: set[int] = set()
         self.bindings = _Bindings(tree)
+        self.scope_of: dict[int, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.name_params: dict[str, tuple[int | None, str, int]] = {}
         """Functions whose parameter reaches a computed attribute name -> (positional index,
         parameter name, 1 for a method else 0): calls from other files must give literals too."""
 
     def run(self) -> list[Finding]:
+        for node in ast.walk(self.tree):  # breadth first: an inner function's calls are its own
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.scope_of.update((id(c), node) for c in ast.walk(node) if isinstance(c, ast.Call))
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Call):
                 self.called.add(id(node.func))
@@ -483,7 +479,7 @@ class Walker:
             index = NAME_TAKERS[canon]
             args = node.args if index is None else node.args[index:index + 1]
             computed = any(isinstance(a, ast.Starred) for a in node.args) or node.keywords or \
-                (index is not None and len(node.args) <= index) or not all(self._known_name(a) for a in args)
+                (index is not None and len(node.args) <= index) or not all(self._known_name(a, node) for a in args)
             if computed:
                 self.add(Finding("computed-names", canon, line, f"`{canon}` with a name computed at run time; "
                                  "write the attribute name as a literal, or pass it in a variable that only "
@@ -502,7 +498,28 @@ class Walker:
             self.add(Finding("comparison-dunders", "<defines>", line, "`type(name, bases, namespace)` builds a "
                              "class whose methods are not written out; define a plain class"))
 
-    def _known_name(self, arg: ast.AST) -> bool:
+    def _parameter(self, name: str, call: ast.Call) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int | None] | None:
+        """(function, positional index) when `name`, at `call`, is a parameter of the innermost
+        function around the call that nothing in that function binds again."""
+        fn = self.scope_of.get(id(call))
+        if fn is None:
+            return None
+        args = fn.args
+        positional = [a.arg for a in args.posonlyargs + args.args]
+        if name in positional:
+            index: int | None = positional.index(name)
+        elif name in [a.arg for a in args.kwonlyargs]:
+            index = None
+        else:
+            return None
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) or \
+                    isinstance(node, ast.arg) and node.arg == name and node not in args.posonlyargs + args.args + \
+                    args.kwonlyargs or isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+                return None
+        return fn, index
+
+    def _known_name(self, arg: ast.AST, call: ast.Call) -> bool:
         """Whether an attribute-name argument can only be one of the file's safe literals."""
         if _safe_literal(arg):
             return True
@@ -510,7 +527,7 @@ class Walker:
             return False
         if self.bindings.literal(arg.id):
             return True
-        param = self.bindings.parameter(arg.id)
+        param = self._parameter(arg.id, call)
         if param is None:
             return False
         fn, index = param

@@ -68,6 +68,9 @@ FIXES = {
                  "    hi: int\ns = Span(lo, hi)\nreturn min(max(x, s.lo), s.hi)\n",
     "getattr with a parameter": "def pick(o, name):\n    return getattr(o, name)\n"
                                 "return min(max(pick(x, 'real'), lo), hi)\n",
+    "getattr with a parameter another function also has": "def pick(o, name):\n    return getattr(o, name)\n"
+                                                           "def other(name):\n    return name + '!'\n"
+                                                           "return min(max(pick(x, 'real'), lo), hi)\n",
     "getattr over a literal tuple": "for name in ('real', 'imag'):\n    assert hasattr(x, name)\n"
                                     "return min(max(x, lo), hi)\n",
     "format on a literal-bound name": "fmt = '{} not in [{}, {}]'\nassert lo <= hi, fmt.format(x, lo, hi)\n"
@@ -127,6 +130,9 @@ TRICKS = {
                                                        "computed-names"),
     "getattr through a parameter given a computed name": (
         "def pick(o, name):\n    return getattr(o, name)\nreturn pick(x, '_' * 2 + 'class' + '_' * 2)\n",
+        "computed-names"),
+    "getattr through a parameter rebound in the function": (
+        "def pick(o, name):\n    name = '_' * 2 + name\n    return getattr(o, name)\nreturn pick(x, 'class__')\n",
         "computed-names"),
     "getattr through a parameter, the function passed on": (
         "def pick(o, name):\n    return getattr(o, name)\nf = pick\nreturn f(x, 'real')\n", "computed-names"),
