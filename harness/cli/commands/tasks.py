@@ -227,9 +227,11 @@ def rules_check(args) -> int:
         if found:
             rejected[task.id] = [str(v) for v in found]
     fix_tasks = sum(t.kind == "fix" and bool(t.fix) for t in suite.tasks)
-    summary = {"suite": suite.name, "fix_tasks": fix_tasks, "rejected": len(rejected), "broken": len(broken)}
+    widened = {t.id: t.rules.reason for t in suite.tasks if t.rules.relax or t.rules.allow_imports}
+    summary = {"suite": suite.name, "fix_tasks": fix_tasks, "rejected": len(rejected), "broken": len(broken),
+               "widened": len(widened)}
     if args.json:
-        print(json.dumps({"rejected": rejected, "broken": broken, "summary": summary}, indent=2))
+        print(json.dumps({"rejected": rejected, "broken": broken, "widened": widened, "summary": summary}, indent=2))
     else:
         for task_id, lines in rejected.items():
             print(f"✗ {task_id}")
@@ -237,6 +239,8 @@ def rules_check(args) -> int:
                 print(f"    {line}")
         for line in broken:
             print(f"! {line}")
+        for task_id, reason in widened.items():
+            print(f"~ {task_id} widens its rules: {reason}")
         print(f"{suite.name}: {len(rejected)} of {fix_tasks} reference fixes break their edit rules"
               + (f"; {len(broken)} task(s) could not be loaded or built" if broken else ""))
     return 1 if rejected or broken else 0

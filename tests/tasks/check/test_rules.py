@@ -256,9 +256,9 @@ def test_a_parameter_fed_getattr_is_judged_at_its_callers_in_other_changed_files
 def test_relaxing_a_rule_drops_only_that_rule():
     body = "import sys\nreturn getattr(sys, 'max' + 'size')\n"
     assert rules(body) == {"imports", "computed-names"}
-    assert rules(body, edit_rules=EditRules(relax=["imports"])) == {"computed-names"}
-    assert rules(body, edit_rules=EditRules(relax=list(RULE_NAMES))) == set()
-    assert rules("import io\nreturn io.StringIO(x)\n", edit_rules=EditRules(allow_imports=["io"])) == set()
+    assert rules(body, edit_rules=EditRules(relax=["imports"], reason="r")) == {"computed-names"}
+    assert rules(body, edit_rules=EditRules(relax=list(RULE_NAMES), reason="r")) == set()
+    assert rules("import io\nreturn io.StringIO(x)\n", edit_rules=EditRules(allow_imports=["io"], reason="r")) == set()
 
 
 def test_files_rule():
@@ -323,12 +323,25 @@ CHEATING_FIX = """\
 def test_rules_in_suite_and_task(tmp_path):
     root = make_suite(tmp_path, [fix_task("a"), fix_task("b", rules={"relax": ["exec"]}),
                                  fix_task("c", rules={"files": ["calc.py"]})],
-                      suite={"rules": {"relax": ["imports"], "allow_imports": ["json"]}})
+                      suite={"rules": {"relax": ["imports"], "allow_imports": ["json"], "reason": "r"}})
     suite = load_suite(root)
     a, b, c = (suite.get(i) for i in "abc")
     assert a.rules.relax == ["imports"] and a.rules.allow_imports == ["json"] and a.rules.files == ["**/*.py"]
     assert b.rules.relax == ["exec"] and b.rules.allow_imports == ["json"]  # field by field
     assert c.rules.files == ["calc.py"] and c.rules.relax == ["imports"]
+
+
+@pytest.mark.parametrize("where", ["task", "suite"])
+def test_widening_the_rules_needs_a_reason(tmp_path, where):
+    widen = {"relax": ["exec"]}
+    if where == "task":
+        root = make_suite(tmp_path, [fix_task("a", rules=widen)])
+    else:
+        root = make_suite(tmp_path, [fix_task("a")], suite={"rules": {"allow_imports": ["io"]}})
+    with pytest.raises(TaskError, match=r"rules.*needs `reason`"):
+        load_suite(root)
+    ok = make_suite(tmp_path / "2", [fix_task("a", rules={**widen, "reason": "the fix calls eval on a literal"})])
+    assert load_suite(ok).get("a").rules.reason == "the fix calls eval on a literal"
 
 
 @pytest.mark.parametrize("where", ["task", "suite"])
@@ -348,7 +361,7 @@ def test_unknown_rule_names_the_field_and_the_rules(tmp_path, where):
 
 def test_reference_violations_and_rules_check(tmp_path, capsys):
     root = make_suite(tmp_path, [fix_task("ok"), fix_task("cheat", fix=CHEATING_FIX),
-                                 fix_task("relaxed", fix=CHEATING_FIX, rules={"relax": ["imports"]})])
+                                 fix_task("relaxed", fix=CHEATING_FIX, rules={"relax": ["imports"], "reason": "needs json"})])
     suite = load_suite(root)
     assert reference_violations(suite.get("ok")) == []
     assert reference_violations(suite.get("relaxed")) == []
@@ -371,7 +384,7 @@ def pool():
 
 def test_validate_refuses_a_reference_fix_that_breaks_the_rules(pool, tmp_path):
     root = make_suite(tmp_path, [fix_task("cheat", fix=CHEATING_FIX),
-                                 fix_task("relaxed", fix=CHEATING_FIX, rules={"relax": ["imports"]})])
+                                 fix_task("relaxed", fix=CHEATING_FIX, rules={"relax": ["imports"], "reason": "needs json"})])
     suite = load_suite(root)
     bad = validate_task(suite.get("cheat"), pool, repeats=1)
     assert not bad.ok and len(bad.reasons) == 1, bad.reasons
