@@ -131,7 +131,11 @@ class Names:
         self.module_bound: set[str] = set()
         self.imported: set[str] = set()
         """Names bound to a module by `import` (`import random`, `import os.path` binds `os`)."""
+        self.import_bound: set[str] = set()
+        """Every name an import statement binds (`from . import helpers` included)."""
         for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                self.import_bound.update((a.asname or a.name).split(".")[0] for a in node.names)
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.asname:
@@ -462,6 +466,10 @@ class Walker:
             self.add(Finding("comparison-dunders", "<defines>", line, f"`{canon}` generates comparison "
                              "methods; keep the classes' existing comparison behaviour"))
         chain = _dotted(node)
+        if isinstance(node, ast.Attribute) and chain and chain[0] in self.names.import_bound and \
+                head not in _STDLIB and (node.attr in PROCESS_NAMES or node.attr in DANGEROUS_BUILTINS):
+            self.add(Finding("exec", f"from-import {node.attr}", line, f"`{canon}`: a process, code, file or "
+                             "attribute-by-name call reached through another module; a bug fix changes the logic only"))
         if isinstance(node, ast.Attribute) and head in _STDLIB and chain and \
                 (chain[0] in self.names.imported or chain[0] in self.names.alias):
             last = canon.rsplit(".", 1)[1]

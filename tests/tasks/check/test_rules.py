@@ -199,6 +199,8 @@ TRICKS = {
     "stdlib module outside the pure set": ("import io\nreturn io.StringIO(str(x)).read()\n", "imports"),
     "relative import of an impure module": ("from . import sys\nreturn sys\n", "imports"),
     "from-import of os through a repository module": ("from pkg.compat import os\nreturn os\n", "imports"),
+    "Popen through a repository module's attribute": ("from . import compat\nreturn compat.Popen(['true'])\n",
+                                                       "exec"),
     "from-import of eval through a repository module": ("from .compat import eval as e\nreturn e('1')\n", "exec"),
     "import a.b as c": ("import importlib.util as u\nreturn u\n", "imports"),
     "private name of a pure module": ("import random\nreturn random._os\n", "introspection"),
