@@ -17,6 +17,7 @@ the repository imports are judged by name only.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 import unicodedata
@@ -272,10 +273,11 @@ def _literal_values(node: ast.AST | None) -> bool:
 
 class _Bindings:
     """Where each name of a module is bound, flow-insensitively and across scopes: a name
-    counts as literal when every binding gives it a safe string literal, and as a parameter
-    when its only binding is one function's parameter."""
+    counts as literal when every binding gives it a safe string literal (an assignment, or a
+    loop over a literal collection or over a name bound only to such collections), and as a
+    dataclass field when every binding loops over `dataclasses.fields(...)`."""
 
-    def __init__(self, tree: ast.Module):
+    def __init__(self, tree: ast.Module, names: Names):
         self.sites: dict[str, list[object]] = {}
         self.defs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
         self.methods: set[int] = set()
@@ -296,10 +298,14 @@ class _Bindings:
                         self._bind(a.arg, None)
             elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                how = "literal" if _safe_literal(node.value) else "literals" if _literal_values(node.value) else None
                 for t in targets:
-                    self._target(t, "literal" if _safe_literal(node.value) else None)
+                    self._target(t, how)
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-                self._target(node.target, "literal" if _literal_values(node.iter) else None)
+                it = node.iter
+                how = "literal" if _literal_values(it) else ("each", it.id) if isinstance(it, ast.Name) else \
+                    "field" if isinstance(it, ast.Call) and names.canonical(it.func) == "dataclasses.fields" else None
+                self._target(node.target, how)
             elif isinstance(node, (ast.AugAssign, ast.withitem, ast.ExceptHandler, ast.Import, ast.ImportFrom,
                                    ast.Delete, ast.Global, ast.Nonlocal)):
                 for sub in ast.walk(node):
@@ -325,7 +331,16 @@ class _Bindings:
 
     def literal(self, name: str) -> bool:
         sites = self.sites.get(name)
-        return bool(sites) and all(s == "literal" for s in sites)
+        return bool(sites) and all(s == "literal" or isinstance(s, tuple) and s[0] == "each" and
+                                   self._all(s[1], "literals") for s in sites)
+
+    def field(self, name: str) -> bool:
+        """Whether `name` only ever holds a dataclass field (its `.name` is a declared field)."""
+        return self._all(name, "field")
+
+    def _all(self, name: str, how: str) -> bool:
+        sites = self.sites.get(name)
+        return bool(sites) and all(s == how for s in sites)
 
 
 class Walker:
@@ -344,7 +359,7 @@ class Walker:
         self.calls: list[ast.Call] = []
         self.read_opens: set[int] = set()
         self.class_targets: set[int] = set()
-        self.bindings = _Bindings(tree)
+        self.bindings = _Bindings(tree, self.names)
         self.scope_of: dict[int, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.name_params: dict[str, tuple[int | None, str, int]] = {}
         """Functions whose parameter reaches a computed attribute name -> (positional index,
@@ -506,6 +521,17 @@ class Walker:
             self.add(Finding("comparison-dunders", "<defines>", line, "`type(name, bases, namespace)` builds a "
                              "class whose methods are not written out; define a plain class"))
 
+    @functools.cached_property
+    def _renames(self) -> bool:
+        """Whether the file assigns some object's `name` (not self's) or calls setattr/delattr."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Attribute) and node.attr == "name" and not isinstance(node.ctx, ast.Load) and \
+                    not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+                return True
+            if isinstance(node, ast.Call) and self.names.canonical(node.func) in ("setattr", "delattr"):
+                return True
+        return False
+
     def _parameter(self, name: str, call: ast.Call) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int | None] | None:
         """(function, positional index) when `name`, at `call`, is a parameter of the innermost
         function around the call that nothing in that function binds again."""
@@ -531,6 +557,10 @@ class Walker:
         """Whether an attribute-name argument can only be one of the file's safe literals."""
         if _safe_literal(arg):
             return True
+        if isinstance(arg, ast.Attribute) and arg.attr == "name" and isinstance(arg.value, ast.Name):
+            # a dataclass field's name: declared in a class body, where a dunder is refused --
+            # unless this file renames some object's `name` (a Field's, to a computed string)
+            return self.bindings.field(arg.value.id) and not self._renames
         if not isinstance(arg, ast.Name):
             return False
         if self.bindings.literal(arg.id):

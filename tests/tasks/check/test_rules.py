@@ -71,6 +71,11 @@ FIXES = {
     "getattr with a parameter another function also has": "def pick(o, name):\n    return getattr(o, name)\n"
                                                            "def other(name):\n    return name + '!'\n"
                                                            "return min(max(pick(x, 'real'), lo), hi)\n",
+    "getattr over a module constant of names": "NAMES = ('real', 'imag')\nfor name in NAMES:\n"
+                                                "    assert hasattr(x, name)\nreturn min(max(x, lo), hi)\n",
+    "getattr over dataclass fields": "import dataclasses\n@dataclasses.dataclass\nclass P:\n    a: int = 0\n"
+                                     "p = P()\nassert all(getattr(p, f.name) == 0 for f in dataclasses.fields(p))\n"
+                                     "return min(max(x, lo), hi)\n",
     "getattr over a literal tuple": "for name in ('real', 'imag'):\n    assert hasattr(x, name)\n"
                                     "return min(max(x, lo), hi)\n",
     "format on a literal-bound name": "fmt = '{} not in [{}, {}]'\nassert lo <= hi, fmt.format(x, lo, hi)\n"
@@ -131,6 +136,15 @@ TRICKS = {
     "getattr through a parameter given a computed name": (
         "def pick(o, name):\n    return getattr(o, name)\nreturn pick(x, '_' * 2 + 'class' + '_' * 2)\n",
         "computed-names"),
+    "getattr over a constant of names that is also computed": (
+        "NAMES = ('real',)\nif x:\n    NAMES = ['_' * 2 + 'class__']\nfor n in NAMES:\n    getattr(x, n)\nreturn x\n",
+        "computed-names"),
+    "getattr over dataclass fields renamed": (
+        "import dataclasses\n@dataclasses.dataclass\nclass P:\n    a: int = 0\n"
+        "for f in dataclasses.fields(P):\n    f.name = '_' * 2 + 'class__'\n"
+        "return [getattr(x, g.name) for g in dataclasses.fields(P)]\n", "computed-names"),
+    "getattr with .name of something else": ("for f in x.items:\n    getattr(x, f.name)\nreturn x\n",
+                                             "computed-names"),
     "getattr through a parameter rebound in the function": (
         "def pick(o, name):\n    name = '_' * 2 + name\n    return getattr(o, name)\nreturn pick(x, 'class__')\n",
         "computed-names"),
