@@ -388,7 +388,8 @@ def test_reference_violations_and_rules_check(tmp_path, capsys):
     assert fixrl(["tasks", "policy-check", str(root), "--json"]) == 1  # the old name still works
     assert capsys.readouterr().out == new_name
     out = json.loads(new_name)
-    assert out["summary"] == {"suite": "suite", "fix_tasks": 3, "rejected": 1, "broken": 0}
+    assert out["summary"] == {"suite": "suite", "fix_tasks": 3, "rejected": 1, "broken": 0, "widened": 1}
+    assert out["widened"] == {"relaxed": "needs json"}
     assert list(out["rejected"]) == ["cheat"] and out["rejected"]["cheat"][0].startswith("imports: calc.py:2: ")
 
 
