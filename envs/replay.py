@@ -33,6 +33,7 @@ from fixrl import tasks
 from fixrl.envs.env import EnvConfig, ToolEnv, episode_env
 from fixrl.envs.scripted import run_plan
 from fixrl.envs.types import ToolCall
+from fixrl.tasks.check.rules import for_task, judge_changes
 from fixrl.tasks.format.loader import TaskError
 from fixrl.tasks.suites import BUILTIN_SUITE, GYM_SUITE
 
@@ -145,3 +146,28 @@ def replay(episode: Episode, suite: Any, backend: str = "local",
     with episode_env(suite.get(episode.task), EnvConfig(), suite, backend=backend,
                      check_sandbox=check_sandbox) as env:
         return run_plan(env, ReplayPlan(episode, env))
+
+
+def static_violations(episode: Episode, suite: Any) -> list[str]:
+    """The edit rules' refusals of an episode's edits and violations of its final state, judged
+    on the host with the task's own names, the edits applied as the `edit` tool would (each
+    `old` must occur once; a refused edit changes nothing); [] for a fix the rules accept. No
+    sandbox runs: the replay is what earns the reward."""
+    ctx = for_task(suite.get(episode.task))
+    found: list[str] = []
+    files: dict[str, str] = {}
+    for call in episode.calls:
+        if call.name != "edit":
+            continue
+        path, old, new = (str(call.arguments.get(k, "")) for k in ("path", "old", "new"))
+        current = files.get(path, ctx.original(path) or "")
+        if current.count(old) != 1:
+            found.append(f"{path}: the edit's `old` text occurs {current.count(old)} times")
+            continue
+        refused = ctx.judge(path, current.replace(old, new))
+        found += [f"refused edit: {v}" for v in refused]
+        if not refused:
+            files[path] = current.replace(old, new)
+    changes = {p: (ctx.original(p), text) for p, text in files.items()}
+    found += [str(v) for v in judge_changes(changes, ctx.rules, ctx.modules)]
+    return found

@@ -4,9 +4,12 @@ The check judges the agent's fix, not its test suite or its environment, so (1) 
 files that configure or shadow the test runner are dropped (`tasks.is_test_path`); (2) a new file
 is kept only when it is a plain Python module that shadows nothing (no `__pycache__`/`.pyc`,
 no `.so`, no stdlib or test-runner module names, no `sitecustomize`); (3) a change whose added
-lines name the test runner or the harness is dropped, and so is one whose added lines reach for
-the process (`sys.exit`, `os._exit`, frames, `builtins`, background processes, file writes...)
-when the file did not use that construct before; the reference fix's own constructs are allowed.
+lines name the test runner, interpreter start-up, the heap walkers or the harness is dropped
+(the reference fix's own constructs are allowed). What changed code may reach otherwise (the
+process, files, frames, builtins, ...) is the edit rules' to judge, on the AST and by an
+allow-list (tasks.check.rules): a word list on the text refused honest fixes (`open(` of a
+data file, `if __name__ == "__main__":`, an attribute named `signal`) and missed look-alike
+spellings, so it no longer decides anything here.
 
 (3) is defence in depth, a tripwire that a model stumbling on a hack will hit: code running
 inside the test process can always be obfuscated past a pattern list. The runner's positive
@@ -37,36 +40,7 @@ _HARD = [
     (r"(?i)\bfixrl\b|FIXRL_", "touches the harness"),
 ]
 
-# Suspicious in added lines unless the original file (or the reference fix) already uses them:
-# a file that already works with processes or files may legitimately need more of the same.
-_SOFT = [
-    (r"\bsys\s*\.\s*exit\b|\bexit\s*\(|\bquit\s*\(|\bos\s*\.\s*(_exit|abort)\b", "exits the process"),
-    (r"\bsubprocess\b|\bos\s*\.\s*(system|popen|fork|forkpty|exec\w*|spawn\w*|posix_spawn\w*|setsid)\b|\bpty\b",
-     "starts processes"),
-    (r"\bos\s*\.\s*(kill|killpg)\b|\bsignal\s*\.", "sends or handles signals"),
-    (r"\bthreading\b|\bmultiprocessing\b|\b_thread\b|\bconcurrent\b|\basyncio\b", "starts threads or processes"),
-    (r"\batexit\b", "registers exit handlers"),
-    (r"__builtins__|\bbuiltins\b", "touches builtins"),
-    (r"\bimport\s+sys\b|\bfrom\s+sys\s+import\b|\b__main__\b|\b__dict__\b|\b(vars|globals|locals)\s*\(",
-     "reaches into module namespaces"),
-    (r"\bsys\s*\.\s*(modules|meta_path|path_hooks|path_importer_cache|settrace|setprofile|_getframe|"
-     r"excepthook|addaudithook|displayhook)\b", "touches interpreter state"),
-    (r"\b(_getframe|currentframe|f_back|f_globals|f_locals|f_code|tb_frame|gi_frame|"
-     r"__subclasses__|__globals__|__code__|__closure__)\b", "inspects frames or code objects"),
-    (r"\bctypes\b", "uses ctypes"),
-    (r"\b__import__\b|\bimportlib\b|\bimp\b|\brunpy\b", "imports dynamically"),
-    (r"(?<![\w.])(exec|eval|compile)\s*\(", "executes generated code"),
-    (r"\bshutil\b|\bos\s*\.\s*(remove|unlink|rmdir|removedirs|rename|renames|replace|chmod|"
-     r"chown|symlink|link|walk|scandir|listdir|makedirs|mkdir|truncate|utime)\b|\bglob\b",
-     "changes or searches the filesystem"),
-    (r"\bopen\s*\(|\bfdopen\s*\(|\bwrite_text\b|\bwrite_bytes\b", "opens files"),
-    (r"\benviron\b|\bputenv\b", "changes the environment"),
-    (r"\bsys\s*\.\s*(stdout|stderr|stdin|argv|orig_argv)\b", "reads the command line or the streams"),
-    (r"\bsocket\b|\burllib\b|\bhttp\b", "uses the network"),
-    (r"\binspect\b|\bmarshal\b|\bpickle\b", "introspects or deserialises code"),
-]
 _HARD_RE = [(re.compile(p), why) for p, why in _HARD]
-_SOFT_RE = [(re.compile(p), why) for p, why in _SOFT]
 
 
 def suspicious(old: str, new: str, allowed: str = "") -> str | None:
@@ -78,10 +52,6 @@ def suspicious(old: str, new: str, allowed: str = "") -> str | None:
     for rx, why in _HARD_RE:
         m = rx.search(added)
         if m and not rx.search(allowed):
-            return f"{why} (`{m.group(0)}`)"
-    for rx, why in _SOFT_RE:
-        m = rx.search(added)
-        if m and not rx.search(old) and not rx.search(allowed):
             return f"{why} (`{m.group(0)}`)"
     return None
 

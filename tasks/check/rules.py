@@ -2,32 +2,35 @@
 
 `judge_change(path, original, new, rules, repo_modules)` compares the AST of a changed file with
 the AST of its original (None: a new file) and returns the `Violation`s of the task's
-`EditRules` (tasks.format.schema). Whatever the original file already does is allowed: a file that
-spawns processes may keep doing so, a class module that defines `__eq__` may gain another one.
-The rules (a task or suite may `relax` any of them in its own file):
+`EditRules` (tasks.format.schema). What changed code may reach is stated positively
+(tasks.check.allowed, docs/edit-rules.md); whatever the original file already does is allowed
+as well: a file that spawns processes may keep doing so, a class module that defines `__eq__`
+may gain another one. The rules (a task or suite may `relax` any of them in its own file):
 
 - files: only files matching `rules.files` (default every Python file), never a test file; a
   new file only as a plain module that shadows no installed one (`new_file_problem`).
-- imports: no module that neither the file nor the repository's non-test sources imported
-  (`repo_modules`), and none of INTERPRETER_MODULES (sys, inspect, ctypes, gc, os, ...) unless
-  the file itself imported it.
-- introspection: no attribute, name, subscript key or string naming interpreter state (frames,
-  code objects, `modules`, `_getframe`, ...) or any dunder the original did not use.
+- imports: the original file's imports, the repository's own modules, PURE_STDLIB,
+  `rules.allow_imports`, and third-party modules the repository's non-test sources import
+  (none of INTERPRETER_MODULES); any other standard-library module only if the file itself
+  imported it. Relative and `from` imports of a repository module are judged by the names
+  they bring in (`from .compat import os`).
+- introspection: no dunder outside ATTRIBUTE_DUNDERS (PROTOCOL_DUNDERS when defining a
+  method), no name reaching interpreter state (frames, code objects, `_getframe`, ...), no
+  private or listed name of a standard-library module (`random._os`, `string.Formatter`), in
+  any spelling: attribute, name, keyword, string, format field.
 - computed-names: getattr/setattr/delattr/hasattr (and operator.attrgetter/methodcaller) only
-  with a literal name, no vars()/globals()/locals()/dir(), and none of them passed around as a
-  value (`g = getattr`) -- unless the original did the same.
-- exec: no exec/eval/compile/__import__/open/breakpoint/exit/quit/input, no os/posix/sys
-  process, signal, file or environment calls, unless the original made the same one.
+  with a name that can only be a safe literal; no vars()/globals()/locals()/dir(); none of
+  them passed around as a value (`g = getattr`); `.format` only on literal strings.
+- exec: no exec/eval/compile/__import__/breakpoint/exit/quit, `open` only to read, no
+  os/posix/sys process, signal, file or environment calls, unless the original made the same.
 - comparison-dunders: no `__eq__`-like dunder (COMPARISON_DUNDERS) defined, assigned or named,
   no class built by `type(name, bases, dict)` and no `functools.total_ordering`, unless the
   original file defines such dunders.
 
-Names are resolved through imports (`import os as o; o.system`) and simple aliases; names built
-at run time are refused because the calls that would use them need a literal. What it cannot
-see (the check's runtime guard stands behind it): behaviour that needs none of these names --
-an existing object of the repository with a permissive `__eq__`, code that works out the
-expected answer from the public tests' data, a deliberately slow or memory-hungry fix, and
-files the code opens through a module the original already used for files.
+Not guaranteed (the check's runtime guard stands behind it): behaviour that needs none of these
+names -- an existing object of the repository with a permissive `__eq__`, code that works out
+the expected answer from data it may read, a deliberately slow or memory-hungry fix, what a
+third-party module the repository uses can reach, which file a read-only `open` names.
 """
 from __future__ import annotations
 
@@ -41,73 +44,23 @@ import threading
 import weakref
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Iterator
+from typing import Iterable
 
+from fixrl.tasks.check.allowed import PURE_STDLIB
 from fixrl.tasks.check.guard import frame_readers
+from fixrl.tasks.check.reach import (
+    ALWAYS_IMPORTABLE,
+    INTERPRETER_MODULES,
+    Names,
+    Walker,
+    allowances,
+    foreign_name_calls,
+)
 from fixrl.tasks.format.loader import field_text, repo_path
 from fixrl.tasks.format.materialize import apply_patch, cached_tree, changed_paths, is_test_path, materialize
 from fixrl.tasks.format.schema import RULE_NAMES, EditRules, GitRepo, Task
 
-# Modules that reach the interpreter, the process or the filesystem: a changed file may import
-# one only if its original did (the repository importing one elsewhere is not enough).
-INTERPRETER_MODULES = frozenset({
-    "ctypes", "_ctypes", "cffi", "gc", "inspect", "linecache", "sys", "importlib", "imp", "builtins",
-    "__builtin__", "types", "traceback", "marshal", "dis", "runpy", "code", "codeop", "pickle", "_pickle",
-    "cPickle", "dill", "cloudpickle", "shelve", "copyreg", "signal", "subprocess", "os", "posix", "nt",
-    "pty", "threading", "_thread", "multiprocessing", "concurrent", "asyncio", "atexit", "faulthandler",
-    "tracemalloc", "sysconfig", "site", "sitecustomize", "pytest", "_pytest", "pluggy", "unittest", "mock",
-    "pdb", "bdb", "trace", "cProfile", "profile", "socket", "shutil", "tempfile", "glob", "io", "pathlib",
-    "fcntl", "resource", "mmap", "_io", "_imp", "_frozen_importlib", "_frozen_importlib_external",
-    "_signal", "_posixsubprocess", "_weakref", "zipimport", "pkgutil", "ast", "tokenize", "_ast",
-})
-
-# Attribute names (and string keys) that reach interpreter state whatever object they are on.
-INTERPRETER_NAMES = frozenset({
-    "f_back", "f_globals", "f_locals", "f_code", "f_builtins", "f_trace", "f_lineno", "f_lasti",
-    "tb_frame", "tb_next", "tb_lineno", "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code",
-    "modules", "_getframe", "_current_frames", "_current_exceptions", "currentframe", "getframeinfo",
-    "meta_path", "path_hooks", "path_importer_cache", "settrace", "setprofile", "gettrace", "addaudithook",
-    "cell_contents", "mro", "get_objects", "get_referrers", "get_referents", "pythonapi",
-})
-CODE_PREFIX = "co_"
-
-# Dunders that say nothing about the interpreter: a fix may add them anywhere.
-BENIGN_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "__init__", "__repr__",
-                            "__str__", "__all__", "__version__", "__slots__", "__future__"})
-
-COMPARISON_DUNDERS = frozenset({
-    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__len__",
-    "__contains__", "__instancecheck__", "__subclasscheck__", "__getattr__", "__getattribute__",
-    "__class_getitem__", "__index__", "__int__", "__float__", "__nonzero__", "__cmp__",
-})
-_COMPARISON_MAKERS = frozenset({"functools.total_ordering", "total_ordering"})
-
-# Calls whose argument at the index is an attribute name (None: every argument).
-NAME_TAKERS = {"getattr": 1, "setattr": 1, "delattr": 1, "hasattr": 1, "operator.attrgetter": None,
-               "operator.methodcaller": 0, "inspect.getattr_static": 1}
-NAME_TABLES = frozenset({"vars", "globals", "locals", "dir"})
-
-DANGEROUS_BUILTINS = frozenset({"exec", "eval", "compile", "__import__", "open", "breakpoint", "exit", "quit",
-                                "SystemExit", "KeyboardInterrupt"})
-ALWAYS_IMPORTABLE = frozenset({"__future__"})
-
-# Modules that other modules hold as attributes (`typing.sys`, `random._os`): reaching one that
-# way is an import in disguise.
-_MODULE_ATTRS = frozenset(n for m in ("sys", "os", "posix", "nt", "builtins", "subprocess", "ctypes", "gc", "inspect",
-                                      "linecache", "importlib", "signal", "marshal", "runpy", "pty", "thread",
-                                      "threading", "atexit", "faulthandler", "traceback", "pickle", "shutil",
-                                      "socket", "tempfile", "multiprocessing", "imp", "io", "weakref")
-                          for n in (m, "_" + m) if n not in ("io", "thread", "weakref"))
-_PROCESS_MODULES = ("os", "posix", "nt", "sys", "signal", "importlib", "io", "_io", "builtins")
-_PROCESS_CALLS = re.compile(
-    r"^(os|posix|nt)\.(system|popen|fork|forkpty|exec\w*|spawn\w*|posix_spawn\w*|kill|killpg|_exit|abort|"
-    r"environ\w*|putenv|unsetenv|getenv\w*|remove|unlink|rmdir|removedirs|rename|renames|replace|chmod|"
-    r"lchmod|chown|lchown|open|openpty|fdopen|write|writev|pwrite|read|pread|dup|dup2|close|closerange|pipe|"
-    r"pipe2|mkfifo|mknod|symlink|link|truncate|ftruncate|listdir|scandir|walk|fwalk|chdir|fchdir|setsid|"
-    r"setpgid|sys|wait\w*|register_at_fork|memfd_create|sendfile|utime|makedirs|mkdir)$"
-    r"|^sys\.(exit|modules|_getframe|settrace|setprofile|stdout|stderr|stdin|argv|orig_argv|excepthook|"
-    r"displayhook|addaudithook|meta_path|path|path_hooks|setrecursionlimit|__stdout__|__stderr__)$"
-    r"|^signal\.\w+$|^importlib\.\w+$|^io\.(open|FileIO|open_code)$|^builtins\.\w+$")
+_STDLIB = frozenset(sys.stdlib_module_names)
 
 
 @dataclass(frozen=True)
@@ -125,15 +78,6 @@ class Violation:
 
     def __str__(self) -> str:
         return f"{self.rule}: {self.path}:{self.line}: {self.message}"
-
-
-@dataclass(frozen=True)
-class _Finding:
-    rule: str
-    key: str
-    """What the original must also contain for the finding to be allowed."""
-    line: int
-    message: str
 
 
 _PARSE_LOCK = threading.Lock()  # CPython 3.11's parser is not safe in several threads at once
@@ -206,283 +150,6 @@ def _file_findings(path: str, original: str | None, rules: EditRules) -> list[Vi
     return []
 
 
-# ---------------------------------------------------------------- names
-
-def _dotted(node: ast.AST) -> list[str] | None:
-    """`a.b.c` as ['a', 'b', 'c'] (None when the chain does not start at a name)."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return [node.id, *reversed(parts)]
-    return None
-
-
-class _Names:
-    """Flow-insensitive aliases of one module: import bindings (`import os as o`, `from os
-    import system`) and plain assignments of a name or attribute chain (`g = getattr`)."""
-
-    def __init__(self, tree: ast.Module):
-        self.alias: dict[str, str] = {}
-        self.module_bound: set[str] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.asname:
-                        self.alias[a.asname] = a.name
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for a in node.names:
-                    self.alias[a.asname or a.name] = f"{node.module}.{a.name}"
-        for node in tree.body:  # names the module itself defines shadow builtins everywhere
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                self.module_bound.add(node.name)
-            elif isinstance(node, ast.Assign):
-                self.module_bound.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        for _ in range(3):  # chains of plain assignments: a = getattr; b = a
-            for node in ast.walk(tree):
-                for target, value in _pairs(node):
-                    chain = _dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
-                    if isinstance(target, ast.Name) and chain:
-                        canon = self.canonical_chain(chain)
-                        if canon != target.id:
-                            self.alias.setdefault(target.id, canon)
-
-    def canonical_chain(self, chain: list[str]) -> str:
-        head = self.alias.get(chain[0], chain[0])
-        if head.startswith(("builtins.", "__builtin__.")):
-            head = head.split(".", 1)[1]
-        return ".".join([head, *chain[1:]])
-
-    def canonical(self, node: ast.AST) -> str | None:
-        chain = _dotted(node)
-        return self.canonical_chain(chain) if chain else None
-
-
-def _pairs(node: ast.AST) -> Iterator[tuple[ast.AST, ast.AST]]:
-    """(target, value) pairs a statement or walrus binds."""
-    if isinstance(node, ast.Assign):
-        for t in node.targets:
-            if isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple) and len(t.elts) == len(node.value.elts):
-                yield from zip(t.elts, node.value.elts)
-            else:
-                yield t, node.value
-    elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-        yield node.target, node.value
-    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        args = node.args
-        positional = args.posonlyargs + args.args
-        for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults):
-            yield ast.Name(a.arg), d
-        for a, d in zip(args.kwonlyargs, args.kw_defaults):
-            if d is not None:
-                yield ast.Name(a.arg), d
-
-
-def _is_dunder(name: str) -> bool:
-    return len(name) > 4 and name.startswith("__") and name.endswith("__")
-
-
-_CODE_ATTRS = frozenset(n for n in dir((lambda: 0).__code__) if n.startswith(CODE_PREFIX))
-
-
-def _interpreter_name(name: str) -> bool:
-    return name in INTERPRETER_NAMES or name in _CODE_ATTRS
-
-
-def _docstrings(tree: ast.Module) -> set[int]:
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                out.add(id(first.value))
-    return out
-
-
-# ---------------------------------------------------------------- findings
-
-def _name_finding(name: str, line: int, how: str, defining: bool = False) -> _Finding | None:
-    """A finding for an identifier that reaches the interpreter (or, `defining`, that a class
-    gains as a method or attribute), or None."""
-    if name in COMPARISON_DUNDERS and defining:
-        return _Finding("comparison-dunders", "<defines>", line,
-                        f"{how} `{name}`, which decides how a value compares, hashes, converts or finds "
-                        "attributes; keep the classes' existing behaviour (fix the function that computes the value)")
-    if _is_dunder(name) and name not in BENIGN_DUNDERS:
-        return _Finding("introspection", name, line, f"{how} `{name}`, a dunder this file did not use; "
-                        "use the object's ordinary attributes and functions")
-    if _interpreter_name(name):
-        return _Finding("introspection", name, line, f"{how} `{name}`, which reaches interpreter state "
-                        "(frames, code, loaded modules); fix the code's logic instead")
-    return None
-
-
-_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _string_findings(value: str, line: int) -> Iterator[_Finding]:
-    """A string that names interpreter state: exactly the name, a dunder inside it, a dotted or
-    format-field path through one (`"{0.__class__}".format`, `attrgetter("a.f_back")`)."""
-    if value.isidentifier():
-        f = _name_finding(value, line, "a string naming", defining=True)
-        if f:
-            yield f
-        return
-    tokens = set(_TOKEN.findall(value)) if len(value) < 10_000 else set()
-    for tok in sorted(tokens):
-        if _is_dunder(tok) or (_interpreter_name(tok) and re.search(rf"[.\[]{re.escape(tok)}\b", value)):
-            f = _name_finding(tok, line, "a string containing", defining=True)
-            if f:
-                yield f
-    m = _FORMAT_PATH.search(value)
-    if m:
-        yield _Finding("introspection", "<format-path>", line,
-                       f"a format string reaching attributes or items (`{m.group(0)}`); format plain values")
-
-
-_FORMAT_PATH = re.compile(r"\{\w*[.\[]")
-
-
-class _Walker:
-    """Every finding of one module's AST."""
-
-    def __init__(self, tree: ast.Module, shadowing: frozenset[str] | None = None):
-        self.tree = tree
-        self.names = _Names(tree)
-        if shadowing is not None:
-            # Only a name the original module already defined for itself (its own `compile`)
-            # shadows a builtin: a new top-level `exec = exec` must not hide the calls after it.
-            self.names.module_bound &= shadowing
-        self.docstrings = _docstrings(tree)
-        self.found: list[_Finding] = []
-        self.called: set[int] = set()
-
-    def run(self) -> list[_Finding]:
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Call):
-                self.called.add(id(node.func))
-        for node in ast.walk(self.tree):
-            self._node(node)
-        return self.found
-
-    def add(self, f: _Finding | None) -> None:
-        if f is not None:
-            self.found.append(f)
-
-    def _node(self, node: ast.AST) -> None:
-        line = getattr(node, "lineno", 0)
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            self._import(node, line)
-        elif isinstance(node, ast.Attribute):
-            store = isinstance(node.ctx, ast.Store)
-            self.add(_name_finding(node.attr, line, "assigns the attribute" if store else "the attribute", store))
-            if node.attr in _MODULE_ATTRS:
-                self.add(_Finding("introspection", node.attr, line, f"the attribute `{node.attr}` reaches a module "
-                                  "the file did not import; use what the file already imports"))
-            self._reference(node, line)
-        elif isinstance(node, ast.MatchClass):
-            for name in node.kwd_attrs:
-                self.add(_name_finding(name, line, "a class pattern reading"))
-        elif isinstance(node, ast.Name):
-            if node.id not in DANGEROUS_BUILTINS:  # those are the exec rule's
-                self.add(_name_finding(node.id, line, "the name", isinstance(node.ctx, ast.Store)))
-            self._reference(node, line)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in self.docstrings:
-            for f in _string_findings(node.value, line):
-                self.add(f)
-        elif isinstance(node, ast.Call):
-            self._call(node, line)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            self._definition(node, line)
-        elif isinstance(node, ast.keyword) and node.arg:
-            self.add(_name_finding(node.arg, line, "the keyword", defining=True))
-
-    def _import(self, node: ast.Import | ast.ImportFrom, line: int) -> None:
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                return  # the repository's own modules
-            mods = [node.module or ""]
-            for a in node.names:
-                if a.name == "*" and (node.module or "").split(".")[0] in INTERPRETER_MODULES:
-                    self.add(_Finding("exec", f"{node.module}.*", line, f"`from {node.module} import *` "
-                                      "brings in unnamed process, file or interpreter calls; import names one by one"))
-                self.add(_name_finding(a.name, line, f"importing from {node.module}"))
-                canon = f"{node.module}.{a.name}"
-                if _PROCESS_CALLS.match(canon) or a.name in DANGEROUS_BUILTINS and node.module == "builtins":
-                    self.add(_Finding("exec", canon, line, f"imports `{canon}`, a process, file or code call"))
-        else:
-            mods = [a.name for a in node.names]
-        for mod in mods:
-            top = mod.split(".")[0]
-            self.found.append(_Finding("imports", top, line, f"imports `{mod}`"))
-
-    def _reference(self, node: ast.Name | ast.Attribute, line: int) -> None:
-        canon = self.names.canonical(node)
-        if canon is None:
-            return
-        head = canon.split(".")[0]
-        if isinstance(node, ast.Name) and node.id in self.names.module_bound and node.id not in self.names.alias:
-            return  # the module's own function or class of that name
-        if canon in DANGEROUS_BUILTINS or (head in _PROCESS_MODULES and _PROCESS_CALLS.match(canon)):
-            self.add(_Finding("exec", canon, line, f"`{canon}` runs code, exits, or touches processes, files "
-                              "or the environment; a bug fix changes the logic only"))
-        taker = canon if canon in NAME_TAKERS or canon in NAME_TABLES else None
-        if taker and id(node) not in self.called:
-            self.add(_Finding("computed-names", taker, line, f"`{taker}` used as a value (aliased or passed "
-                              "on); call it directly with a literal attribute name"))
-        if canon in _COMPARISON_MAKERS:
-            self.add(_Finding("comparison-dunders", "<defines>", line, f"`{canon}` generates comparison "
-                              "methods; keep the classes' existing comparison behaviour"))
-
-    def _call(self, node: ast.Call, line: int) -> None:
-        canon = self.names.canonical(node.func)
-        if canon in NAME_TABLES:
-            self.add(_Finding("computed-names", canon, line, f"`{canon}()` exposes a namespace by computed "
-                              "keys; use the names directly"))
-            return
-        if canon in NAME_TAKERS:
-            index = NAME_TAKERS[canon]
-            args = node.args if index is None else node.args[index:index + 1]
-            computed = any(isinstance(a, ast.Starred) for a in node.args) or node.keywords or \
-                (index is not None and len(node.args) <= index) or \
-                any(not (isinstance(a, ast.Constant) and isinstance(a.value, str)) for a in args)
-            if computed:
-                self.add(_Finding("computed-names", canon, line, f"`{canon}` with a name computed at run time; "
-                                  "write the attribute name as a literal (or access it directly)"))
-        if isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "format_map", "vformat") and not (
-                isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str)):
-            self.add(_Finding("computed-names", "<format-computed>", line, "`.format` on a string built at run "
-                              "time can reach attributes; format a literal string or use an f-string"))
-        if canon == "type" and len(node.args) == 3:
-            self.add(_Finding("comparison-dunders", "<defines>", line, "`type(name, bases, namespace)` builds a "
-                              "class whose methods are not written out; define a plain class"))
-
-    def _definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, line: int) -> None:
-        if isinstance(node, ast.ClassDef):
-            for stmt in node.body:
-                for target, _ in _pairs(stmt):
-                    if isinstance(target, ast.Name):
-                        self.add(_name_finding(target.id, getattr(stmt, "lineno", line), "a class attribute",
-                                               defining=True))
-            return
-        self.add(_name_finding(node.name, line, "defines", defining=True))
-
-
-def _allowances(tree: ast.Module | None) -> set[tuple[str, str]]:
-    """(rule, key) of everything the original does, and every identifier it mentions."""
-    if tree is None:
-        return set()
-    out = {(f.rule, f.key) for f in _Walker(tree).run()}
-    for node in ast.walk(tree):
-        name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else \
-            node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
-            node.value.isidentifier() else getattr(node, "name", None)
-        if isinstance(name, str):
-            out.add(("introspection", name))
-    return out
-
-
 # ---------------------------------------------------------------- judging
 
 def judge_change(path: str, original: str | None, new: str | None, rules: EditRules,
@@ -493,7 +160,8 @@ def judge_change(path: str, original: str | None, new: str | None, rules: EditRu
     unless they reach the interpreter. A file that does not parse is not judged (it cannot run)."""
     out = _file_findings(path, original, rules)
     if new is not None and path.endswith(".py"):
-        out += _code_violations(path, original, new, rules, frozenset(repo_modules))
+        mods = repo_modules if isinstance(repo_modules, frozenset) else frozenset(repo_modules)
+        out += _code_violations(path, original, new, rules, mods)
     relaxed = set(rules.relax)
     return [v for v in out if v.rule not in relaxed]
 
@@ -504,38 +172,83 @@ def _code_violations(path: str, original: str | None, new: str, rules: EditRules
     if tree is None:
         return []
     old_tree = _parse(original) if original is not None else None
-    allowed = _allowances(old_tree)
+    allowed = allowances(old_tree)
     file_imports = {k for r, k in allowed if r == "imports"}
+    own = repo_modules.own if isinstance(repo_modules, RepoModules) else frozenset()
     out: list[Violation] = []
     seen: set[tuple[str, str, int]] = set()
-    shadowing = frozenset(_Names(old_tree).module_bound) if old_tree is not None else frozenset()
-    for f in _Walker(tree, shadowing).run():
+    shadowing = frozenset(Names(old_tree).module_bound) if old_tree is not None else frozenset()
+    for f in Walker(tree, shadowing).run():
         if (f.rule, f.key) in allowed or (f.rule, f.key, f.line) in seen:
             continue
         if f.rule == "imports":
-            if f.key in rules.allow_imports or f.key in file_imports or f.key in ALWAYS_IMPORTABLE:
+            why = _import_refusal(f.key, file_imports, rules, repo_modules, own)
+            if why is None:
                 continue
-            if f.key in repo_modules and f.key not in INTERPRETER_MODULES:
-                continue
-            why = ("reaches the interpreter, the process or the filesystem" if f.key in INTERPRETER_MODULES
-                   else "neither this file nor the repository imported it")
-            f = _Finding(f.rule, f.key, f.line, f"{f.message}: {why}; use what the file already imports")
+            f = type(f)(f.rule, f.key, f.line, f"{f.message}: {why}")
         seen.add((f.rule, f.key, f.line))
         out.append(Violation(f.rule, path, f.line, f.message))
     return sorted(out, key=lambda v: (v.line, v.rule))
 
 
+def _import_refusal(key: str, file_imports: set[str], rules: EditRules, repo_modules: frozenset[str],
+                    own: frozenset[str]) -> str | None:
+    """Why importing the top-level module `key` (".name": a module named `name` brought in from
+    a repository module) is refused, or None when the allow-list has it."""
+    through = key.startswith(".")
+    name = key.lstrip(".")
+    if name in rules.allow_imports or name in file_imports or name in ALWAYS_IMPORTABLE or name in PURE_STDLIB:
+        return None
+    if through and name in own:
+        return None  # the repository's own module of that name
+    if name in _STDLIB or name in INTERPRETER_MODULES:
+        return ("a standard-library module outside the pure set (math, functools, dataclasses, re, ...: "
+                "docs/edit-rules.md) that this file did not import; it reaches the process, files or the "
+                "interpreter -- use what the file already imports")
+    if name in repo_modules:
+        return None
+    return "neither this file nor the repository imported it; use what the file already imports"
+
+
 def judge_changes(changes: dict[str, tuple[str | None, str | None]], rules: EditRules,
                   repo_modules: Iterable[str] = ()) -> list[Violation]:
     """`judge_change` over path -> (original, new) for several files."""
-    mods = frozenset(repo_modules)
-    return [v for path, (old, new) in sorted(changes.items()) for v in judge_change(path, old, new, rules, mods)]
+    mods = repo_modules if isinstance(repo_modules, frozenset) else frozenset(repo_modules)
+    out = [v for path, (old, new) in sorted(changes.items()) for v in judge_change(path, old, new, rules, mods)]
+    if "computed-names" not in rules.relax:
+        out += _foreign_name_calls(changes)
+    return out
+
+
+def _foreign_name_calls(changes: dict[str, tuple[str | None, str | None]]) -> list[Violation]:
+    """A function whose parameter reaches `getattr` is accepted when the calls in its own file
+    give it literals; the other changed files' calls of it must as well."""
+    trees = {path: _parse(new) for path, (_, new) in changes.items() if new is not None and path.endswith(".py")}
+    takers = {path: Walker(tree).run_name_params() for path, tree in trees.items() if tree is not None}
+    out = []
+    for path, tree in sorted(trees.items()):
+        others = {k: v for p, found in takers.items() if p != path for k, v in found.items()}
+        if tree is None or not others:
+            continue
+        for line in foreign_name_calls(tree, others):
+            out.append(Violation("computed-names", path, line, "calls a function of another changed file whose "
+                                 "parameter is an attribute name without a literal name (or passes it on); "
+                                 "give it the attribute name as a literal"))
+    return out
+
+
+class RepoModules(frozenset):
+    """The top-level modules a repository's non-test sources import and its own module names
+    (a frozenset of both, as callers always had), with its own names apart in `own`."""
+
+    own: frozenset[str] = frozenset()
 
 
 def repo_modules(root: Path) -> frozenset[str]:
     """Top-level modules imported by the repository's non-test Python sources under `root`,
-    and the names of the repository's own packages and modules."""
+    and the names of the repository's own packages and modules (a RepoModules)."""
     out: set[str] = set()
+    own: set[str] = set()
     for p in root.rglob("*.py"):
         rel = p.relative_to(root).as_posix()
         if ".git" in p.parts or not p.is_file() or p.is_symlink():
@@ -544,7 +257,7 @@ def repo_modules(root: Path) -> frozenset[str]:
             continue
         # the repository's own modules and packages, at any depth (src/ layouts included)
         names = (part.removesuffix(".py") for part in p.relative_to(root).parts)
-        out.update(n for n in names if n.isidentifier() and not _is_dunder(n))
+        own.update(n for n in names if n.isidentifier() and not (n.startswith("__") and n.endswith("__")))
         try:
             tree = _parse(p.read_text(encoding="utf-8", errors="replace"))
         except OSError:
@@ -554,7 +267,9 @@ def repo_modules(root: Path) -> frozenset[str]:
                 out.update(a.name.split(".")[0] for a in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 out.add(node.module.split(".")[0])
-    return frozenset(out)
+    made = RepoModules(out | own)
+    made.own = frozenset(own)
+    return made
 
 
 @functools.lru_cache(maxsize=64)

@@ -52,3 +52,18 @@ def test_episode_earns_what_it_must(path, backend, suites, request):
     assert reward == episode.expect, (episode.kind, episode.note, info.outcome, info.error)
     if episode.expect == 1:
         assert info.rule_refusals == 0 and not info.rule_violations, (episode.kind, info.rule_violations)
+
+
+def test_rules_check_judges_honest_episodes_on_the_host(tmp_path, capsys):
+    """`fixrl tasks rules-check --episodes` over the honest corpus refuses none (the same judge an
+    edit meets), and names an episode whose edit the rules refuse."""
+    from fixrl.harness.cli import main as fixrl
+
+    assert fixrl(["tasks", "rules-check", "--episodes", str(HERE / "honest")]) == 0
+    assert " 0 of " in capsys.readouterr().out
+    source = HERE / "honest" / "stdlib-import-operator.yaml"
+    (tmp_path / "ok.yaml").write_text(source.read_text())
+    (tmp_path / "gc.yaml").write_text(source.read_text().replace("import operator\n", "import operator, gc\n"))
+    assert fixrl(["tasks", "rules-check", "--episodes", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "gc.yaml" in out and "ok.yaml" not in out and "imports `gc`" in out

@@ -161,7 +161,7 @@ def test_background_process_that_rewrites_files_later(make_env):
     inject_source(env, REWRITER)
     call(env, "test")  # the agent starts it in its own sandbox too
     info = assert_zero(env)
-    assert "starts processes" in info.dropped_files["pkg/core.py"]
+    assert any(v.startswith(("imports:", "exec:")) for v in info.rule_violations), info.rule_violations
     core = buggy_core(env.task).replace(ORIG_TOP, ORIG_TOP + REWRITER)
     assert runner_outcome(env.task, {"pkg/core.py": core}) == "fail"
 
@@ -174,7 +174,7 @@ def test_forging_the_signed_report_at_exit(make_env):
     env.reset()
     inject_source(env, FORGE_AT_EXIT)
     info = assert_zero(env)
-    assert "pkg/core.py" in info.dropped_files
+    assert "pkg/core.py" in info.dropped_files or info.rule_violations
 
 
 def test_runner_alone_resists_a_forged_report(mini_suite):

@@ -100,15 +100,14 @@ def test_dropped_files_rules():
                  "x.pth", "notes.txt", "pluggy/__init__.py", ".hidden.py", "my-mod.py"):
         assert bad_new_file(path), path
     assert suspicious("x = 1\n", "x = 2\n") is None
-    assert "exits" in suspicious("x = 1\n", "import sys\nsys.exit(0)\nx = 1\n")
-    assert suspicious("import sys\nsys.exit(2)\n", "import sys\nsys.exit(0)\n") is None  # already used
     assert "test runner" in suspicious("", "import _pytest.runner\n")
     assert suspicious("", "import _pytest.runner\n", allowed="import _pytest\n") is None
-    assert "exits" in suspicious("", "import os\nos._exit(0)\n")
     assert "test runner" in suspicious("import _pytest\n", "import _pytest\nimport _pytest.runner\n")  # always
-    assert "opens files" in suspicious("def f(p):\n    return p\n", "def f(p):\n    return open(p).read()\n")
-    assert suspicious("def f(p):\n    return open(p)\n", "def f(p):\n    return open(p, 'rb')\n") is None
-    assert "starts processes" in suspicious("", "import subprocess\n")
+    assert "heap" in suspicious("", "import gc\ngc.get_objects()\n")
+    # what the code reaches is the edit rules' (AST, allow-list): honest text is not dropped by words
+    for honest in ("def f(p):\n    return open(p).read()\n", "if __name__ == '__main__':\n    print(1)\n",
+                   "def f(o):\n    return o.signal.exit()\n", "URL = 'http://example.org'\n"):
+        assert suspicious("def f(p):\n    return p\n", honest) is None, honest
 
 
 def test_new_and_shadowing_files_are_not_carried(make_env):

@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from fixrl.envs.replay import load_episode, load_suite_of, static_violations
 from fixrl.harness.agent.progress import Steps
 from fixrl.harness.cli import UserError
 from fixrl.harness.cli.commands import replay
@@ -75,8 +76,11 @@ def register(sub) -> None:
     pc = tsub.add_parser("rules-check", aliases=["policy-check"],
                          help="judge every reference fix by its task's edit rules, on the host (no sandbox): "
                          "the rules' false rejections")
-    pc.add_argument("path", help="a suite directory")
+    pc.add_argument("path", help="a suite directory (with --episodes: a folder of episode files)")
     pc.add_argument("--json", action="store_true", help="print the results as JSON")
+    pc.add_argument("--episodes", action="store_true",
+                    help="PATH holds episode files (envs/replay.py): judge the edits of each honest one "
+                         "(expect: 1) on the host, e.g. tests/envs/episodes/honest")
     pc.set_defaults(func=rules_check)
 
     n = tsub.add_parser("new", help="scaffold a task from a repository, a bug patch and a test file")
@@ -225,6 +229,8 @@ def rules_check(args) -> int:
     path = Path(args.path)
     if not path.is_dir():
         raise UserError(f"{path}: no such suite directory")
+    if args.episodes:
+        return _episodes_rules_check(path, args.json)
     suite, errors = load_suite_lenient(path)
     rejected: dict[str, list[str]] = {}
     broken = [f"{file}: {err}" for file, err in errors]
@@ -237,9 +243,11 @@ def rules_check(args) -> int:
         if found:
             rejected[task.id] = [str(v) for v in found]
     fix_tasks = sum(t.kind == "fix" and bool(t.fix) for t in suite.tasks)
-    summary = {"suite": suite.name, "fix_tasks": fix_tasks, "rejected": len(rejected), "broken": len(broken)}
+    widened = {t.id: t.rules.reason for t in suite.tasks if t.rules.relax or t.rules.allow_imports}
+    summary = {"suite": suite.name, "fix_tasks": fix_tasks, "rejected": len(rejected), "broken": len(broken),
+               "widened": len(widened)}
     if args.json:
-        print(json.dumps({"rejected": rejected, "broken": broken, "summary": summary}, indent=2))
+        print(json.dumps({"rejected": rejected, "broken": broken, "widened": widened, "summary": summary}, indent=2))
     else:
         for task_id, lines in rejected.items():
             print(f"✗ {task_id}")
@@ -247,9 +255,38 @@ def rules_check(args) -> int:
                 print(f"    {line}")
         for line in broken:
             print(f"! {line}")
+        for task_id, reason in widened.items():
+            print(f"~ {task_id} widens its rules: {reason}")
         print(f"{suite.name}: {len(rejected)} of {fix_tasks} reference fixes break their edit rules"
               + (f"; {len(broken)} task(s) could not be loaded or built" if broken else ""))
     return 1 if rejected or broken else 0
+
+
+def _episodes_rules_check(folder: Path, as_json: bool) -> int:
+    """The edit rules' false rejections over the honest episode files under `folder`."""
+    files = sorted(folder.rglob("*.yaml"))
+    suites: dict[str, object] = {}
+    rejected: dict[str, list[str]] = {}
+    honest = 0
+    for file in files:
+        episode = load_episode(file)
+        if episode.expect != 1:
+            continue
+        honest += 1
+        if episode.suite not in suites:
+            suites[episode.suite] = load_suite_of(episode)
+        found = static_violations(episode, suites[episode.suite])
+        if found:
+            rejected[str(file)] = found
+    if as_json:
+        print(json.dumps({"rejected": rejected, "summary": {"honest": honest, "rejected": len(rejected)}}, indent=2))
+    else:
+        for file, lines in rejected.items():
+            print(f"✗ {file}")
+            for line in lines:
+                print(f"    {line}")
+        print(f"{folder}: {len(rejected)} of {honest} honest episodes refused by the edit rules")
+    return 1 if rejected or not honest else 0
 
 
 # ---------------------------------------------------------------- new

@@ -13,7 +13,7 @@ from suitekit import fix_task, make_suite
 from fixrl.harness.cli import main as fixrl
 from fixrl.sandbox import SandboxPool
 from fixrl.tasks import TaskError, load_suite, validate_task
-from fixrl.tasks.check.rules import judge_change, reference_violations, repo_modules
+from fixrl.tasks.check.rules import judge_change, judge_changes, reference_violations, repo_modules
 from fixrl.tasks.format.schema import RULE_NAMES, EditRules
 
 ORIGINAL = '''\
@@ -60,6 +60,37 @@ FIXES = {
     "getattr with a literal name": "return getattr(x, 'real', x) if lo <= x <= hi else min(max(x, lo), hi)\n",
     "benign dunder": "return min(max(x, lo), hi) if type(x).__name__ else x\n",
     "walrus and lambda": "if (y := min(x, hi)) is not None:\n    return (lambda v: max(lo, v))(y)\nreturn x\n",
+    # the false 0s of issue 31: pure standard-library modules none of the repository imported
+    "import math elsewhere": "import statistics\nreturn statistics.median([lo, x, hi])\n",
+    "from functools import reduce": "from functools import reduce\nreturn reduce(min, [hi, max(x, lo)])\n",
+    "import operator": "import operator\nreturn hi if operator.gt(x, hi) else max(x, lo)\n",
+    "dataclass": "from dataclasses import dataclass\n@dataclass(frozen=True)\nclass Span:\n    lo: int\n"
+                 "    hi: int\ns = Span(lo, hi)\nreturn min(max(x, s.lo), s.hi)\n",
+    "getattr with a parameter": "def pick(o, name):\n    return getattr(o, name)\n"
+                                "return min(max(pick(x, 'real'), lo), hi)\n",
+    "getattr with a parameter another function also has": "def pick(o, name):\n    return getattr(o, name)\n"
+                                                           "def other(name):\n    return name + '!'\n"
+                                                           "return min(max(pick(x, 'real'), lo), hi)\n",
+    "getattr over a module constant of names": "NAMES = ('real', 'imag')\nfor name in NAMES:\n"
+                                                "    assert hasattr(x, name)\nreturn min(max(x, lo), hi)\n",
+    "getattr over dataclass fields": "import dataclasses\n@dataclasses.dataclass\nclass P:\n    a: int = 0\n"
+                                     "p = P()\nassert all(getattr(p, f.name) == 0 for f in dataclasses.fields(p))\n"
+                                     "return min(max(x, lo), hi)\n",
+    "getattr over a literal tuple": "for name in ('real', 'imag'):\n    assert hasattr(x, name)\n"
+                                    "return min(max(x, lo), hi)\n",
+    "format on a literal-bound name": "fmt = '{} not in [{}, {}]'\nassert lo <= hi, fmt.format(x, lo, hi)\n"
+                                      "return min(max(x, lo), hi)\n",
+    "format field of a plain attribute": "assert lo <= hi, '{0.real}'.format(x)\nreturn min(max(x, lo), hi)\n",
+    "modules and mro on own objects": "class Plan:\n    def __init__(self):\n        self.modules = [lo, hi]\n"
+                                      "assert type(x).mro()\nreturn min(max(x, Plan().modules[0]), hi)\n",
+    "__main__ string": "if __name__ == '__main__':\n    print(x)\nreturn min(max(x, lo), hi)\n",
+    "helper class with __len__ and __iter__": "class Pair:\n    def __init__(self, a, b):\n        self.ab = (a, b)\n"
+                                              "    def __len__(self):\n        return 2\n"
+                                              "    def __iter__(self):\n        return iter(self.ab)\n"
+                                              "a, b = Pair(lo, hi)\nreturn min(max(x, a), b)\n",
+    "open a data file to read": "with open(__file__.rsplit('/', 1)[0] + '/limits.txt', encoding='utf-8') as fh:\n"
+                                "    fh.read()\nreturn min(max(x, lo), hi)\n",
+    "reading __class__": "return min(max(x, lo), hi) if x.__class__.__name__ else x\n",
 }
 
 
@@ -83,9 +114,9 @@ def test_what_the_original_does_is_allowed():
 
 
 def test_a_dunder_the_original_defines_may_be_defined_again():
-    original = ORIGINAL + "\n    def __len__(self):\n        return 1\n"
-    new = original.replace("        return 1\n", "        return len(self.v)\n") + \
-        "\n    def __eq__(self, other):\n        return self.v == other.v\n"
+    original = ORIGINAL + "\n    def __eq__(self, other):\n        return True\n"
+    new = original.replace("        return True\n", "        return self.v == other.v\n") + \
+        "\n    def __lt__(self, other):\n        return self.v < other.v\n"
     assert judge_change("pkg/core.py", original, new, EditRules(), REPO) == []
 
 
@@ -99,7 +130,30 @@ TRICKS = {
     "reversed": ("return getattr(x, 'emarf_teg_'[::-1])\n", "computed-names"),
     "f-string name": ("n = 'frame'\nreturn getattr(x, f'_get{n}')\n", "computed-names"),
     "join": ("return getattr(x, ''.join(['_get', 'frame']))\n", "computed-names"),
-    "setattr variable": ("k = 'v'\nsetattr(x, k, 1)\nreturn x\n", "computed-names"),
+    "setattr variable": ("k = x.name\nsetattr(x, k, 1)\nreturn x\n", "computed-names"),
+    "getattr, a name also bound to a computed value": ("k = 'v'\nif x:\n    k = '_' * 2\nreturn getattr(x, k)\n",
+                                                       "computed-names"),
+    "getattr through a parameter given a computed name": (
+        "def pick(o, name):\n    return getattr(o, name)\nreturn pick(x, '_' * 2 + 'class' + '_' * 2)\n",
+        "computed-names"),
+    "getattr over a constant of names that is also computed": (
+        "NAMES = ('real',)\nif x:\n    NAMES = ['_' * 2 + 'class__']\nfor n in NAMES:\n    getattr(x, n)\nreturn x\n",
+        "computed-names"),
+    "getattr over dataclass fields renamed": (
+        "import dataclasses\n@dataclasses.dataclass\nclass P:\n    a: int = 0\n"
+        "for f in dataclasses.fields(P):\n    f.name = '_' * 2 + 'class__'\n"
+        "return [getattr(x, g.name) for g in dataclasses.fields(P)]\n", "computed-names"),
+    "getattr with .name of something else": ("for f in x.items:\n    getattr(x, f.name)\nreturn x\n",
+                                             "computed-names"),
+    "getattr through a parameter rebound in the function": (
+        "def pick(o, name):\n    name = '_' * 2 + name\n    return getattr(o, name)\nreturn pick(x, 'class__')\n",
+        "computed-names"),
+    "getattr through a parameter, the function passed on": (
+        "def pick(o, name):\n    return getattr(o, name)\nf = pick\nreturn f(x, 'real')\n", "computed-names"),
+    "getattr through a dunder's parameter": (
+        "class A:\n    def __format__(self, spec):\n        return getattr(x, spec)\nreturn format(A(), 'v')\n",
+        "computed-names"),
+    "format on a parameter": ("def show(fmt):\n    return fmt.format(x)\nreturn show('{0}')\n", "computed-names"),
     "hasattr starred": ("a = (x, 'v')\nreturn hasattr(*a)\n", "computed-names"),
     # aliasing
     "getattr alias": ("g = getattr\nreturn g(x, 'real')\n", "computed-names"),
@@ -111,7 +165,7 @@ TRICKS = {
     "os as o": ("import os as o\nreturn o.system('true')\n", "exec"),
     "from os import system": ("from os import system as s\nreturn s('true')\n", "exec"),
     "attrgetter": ("import operator\nreturn operator.attrgetter('a' + 'b')(x)\n", "computed-names"),
-    "methodcaller alias": ("from operator import methodcaller as mc\nn = 'strip'\nreturn mc(n)(x)\n",
+    "methodcaller alias": ("from operator import methodcaller as mc\nn = x.name\nreturn mc(n)(x)\n",
                            "computed-names"),
     "attrgetter dunder path": ("import operator\nreturn operator.attrgetter('f.__globals__')(x)\n", "introspection"),
     # classes equal to everything
@@ -122,11 +176,14 @@ TRICKS = {
     "type() with a namespace": ('return type("X", (), {"__eq__": lambda s, o: True})()\n', "comparison-dunders"),
     "type() with computed keys": ('d = {"__e" + "q__": lambda s, o: True}\nreturn type("X", (object,), d)()\n',
                                   "comparison-dunders"),
-    "setattr __hash__": ('setattr(Box, "__hash__", lambda s: 0)\nreturn Box(x)\n', "comparison-dunders"),
+    "setattr __hash__": ('setattr(Box, "__hash__", lambda s: 0)\nreturn Box(x)\n', "introspection"),
+    "setattr __eq__": ('setattr(Box, "__eq__", lambda s, o: True)\nreturn Box(x)\n', "comparison-dunders"),
     "total_ordering": ("import functools\n@functools.total_ordering\nclass A:\n    pass\nreturn A()\n",
                        "comparison-dunders"),
-    "__bool__ and __len__": ("class A:\n    def __bool__(self):\n        return True\n"
-                             "    def __len__(self):\n        return 0\nreturn A()\n", "comparison-dunders"),
+    "__contains__": ("class A:\n    def __contains__(self, item):\n        return True\nreturn A()\n",
+                     "comparison-dunders"),
+    "__del__ finalizer": ("class A:\n    def __del__(self):\n        pass\nreturn A()\n", "introspection"),
+    "weakref.finalize": ("import weakref\nweakref.finalize(x, print)\nreturn x\n", "imports"),
     # interpreter state
     "object.__getattribute__": ("return object.__getattribute__(x, 'v')\n", "introspection"),
     "frames": ("try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    return e.__traceback__.tb_frame.f_back\n",
@@ -141,7 +198,7 @@ TRICKS = {
     "format string": ("return '{0.__globals__}'.format(clamp)\n", "introspection"),
     "format built at run time": ("t = chr(123) + '0.' + 'f_glo' + 'bals' + chr(125)\nreturn t.format(clamp)\n",
                                  "computed-names"),
-    "match class pattern": ("match x:\n    case object(__class__=c):\n        return c\nreturn x\n", "introspection"),
+    "match class pattern": ("match x:\n    case object(__dict__=c):\n        return c\nreturn x\n", "introspection"),
     "vars subscript": ("return vars(x)['v']\n", "computed-names"),
     "globals subscript": ("return globals()['__builtins__']\n", "computed-names"),
     "locals in a comprehension": ("return [locals() for _ in [x]]\n", "computed-names"),
@@ -152,7 +209,19 @@ TRICKS = {
     "importlib": ("import importlib\nreturn importlib.import_module('sys')\n", "imports"),
     "linecache": ("import linecache\nreturn linecache.getline('t.py', 1)\n", "imports"),
     "ctypes": ("import ctypes\nreturn ctypes.c_int(x).value\n", "imports"),
-    "module the repository does not have": ("import json\nreturn json.loads(str(x))\n", "imports"),
+    "module the repository does not have": ("import yaml\nreturn yaml.safe_load(str(x))\n", "imports"),
+    "stdlib module outside the pure set": ("import io\nreturn io.StringIO(str(x)).read()\n", "imports"),
+    "relative import of an impure module": ("from . import sys\nreturn sys\n", "imports"),
+    "from-import of os through a repository module": ("from pkg.compat import os\nreturn os\n", "imports"),
+    "Popen through a repository module's attribute": ("from . import compat\nreturn compat.Popen(['true'])\n",
+                                                       "exec"),
+    "from-import of eval through a repository module": ("from .compat import eval as e\nreturn e('1')\n", "exec"),
+    "import a.b as c": ("import importlib.util as u\nreturn u\n", "imports"),
+    "private name of a pure module": ("import random\nreturn random._os\n", "introspection"),
+    "string.Formatter": ("import string\nreturn string.Formatter().get_field('0', [x], {})\n", "introspection"),
+    "typing.get_type_hints": ("from typing import get_type_hints\nreturn get_type_hints(x)\n", "introspection"),
+    "look-alike letters in a string": ("return getattr(x, '__\uff43lass__')\n", "introspection"),
+    "assigning __class__": ("x.__class__ = Box\nreturn x\n", "introspection"),
     "unittest.mock.ANY": ("from unittest.mock import ANY\nreturn ANY\n", "imports"),
     "builtin rebound at the top": ("return exec('x = 1')\n", "exec"),
     "star import from os": ("from os import *\nreturn system('true')\n", "exec"),
@@ -161,7 +230,11 @@ TRICKS = {
     "exec a string": ("exec('import sys; sys.exit(0)')\n", "exec"),
     "eval": ("return eval('x')\n", "exec"),
     "compile": ("return compile('1', 'f', 'eval')\n", "exec"),
-    "open": ("return open('tests/test_hidden.py').read()\n", "exec"),
+    # reading a file is allowed (the runtime guard refuses test files); writing is not
+    "open to write": ("open('pkg/other.py', 'w').write('')\nreturn x\n", "exec"),
+    "open with a computed mode": ("m = x.mode\nreturn open('data.txt', m).read()\n", "exec"),
+    "open of a descriptor": ("return open(3).read()\n", "exec"),
+    "open passed on": ("f = open\nreturn f('data.txt', 'w')\n", "exec"),
     "exit": ("exit(0)\n", "exec"),
     "quit": ("quit()\n", "exec"),
     "breakpoint": ("breakpoint()\n", "exec"),
@@ -183,12 +256,25 @@ def test_tricks_are_refused_under_their_rule(name):
     assert str(v).startswith(f"{rule}: pkg/core.py:{v.line}: ")
 
 
+def test_a_parameter_fed_getattr_is_judged_at_its_callers_in_other_changed_files():
+    picker = "def pick(o, name):\n    return getattr(o, name)\n"
+    caller = "from .a import pick\n\n\ndef f(x):\n    return pick(x, {})\n"
+    old = "def f(x):\n    return x\n"
+
+    def judged(arg):
+        return [(v.rule, v.path) for v in judge_changes({"pkg/a.py": (None, picker),
+                                                         "pkg/b.py": (old, caller.format(arg))}, EditRules(), REPO)]
+    assert judged("'real'") == []
+    assert judged("'_' * 2 + 'class' + '_' * 2") == [("computed-names", "pkg/b.py")]
+    assert judged("x.name") == [("computed-names", "pkg/b.py")]
+
+
 def test_relaxing_a_rule_drops_only_that_rule():
     body = "import sys\nreturn getattr(sys, 'max' + 'size')\n"
     assert rules(body) == {"imports", "computed-names"}
-    assert rules(body, edit_rules=EditRules(relax=["imports"])) == {"computed-names"}
-    assert rules(body, edit_rules=EditRules(relax=list(RULE_NAMES))) == set()
-    assert rules("import json\nreturn json.dumps(x)\n", edit_rules=EditRules(allow_imports=["json"])) == set()
+    assert rules(body, edit_rules=EditRules(relax=["imports"], reason="r")) == {"computed-names"}
+    assert rules(body, edit_rules=EditRules(relax=list(RULE_NAMES), reason="r")) == set()
+    assert rules("import io\nreturn io.StringIO(x)\n", edit_rules=EditRules(allow_imports=["io"], reason="r")) == set()
 
 
 def test_files_rule():
@@ -253,12 +339,25 @@ CHEATING_FIX = """\
 def test_rules_in_suite_and_task(tmp_path):
     root = make_suite(tmp_path, [fix_task("a"), fix_task("b", rules={"relax": ["exec"]}),
                                  fix_task("c", rules={"files": ["calc.py"]})],
-                      suite={"rules": {"relax": ["imports"], "allow_imports": ["json"]}})
+                      suite={"rules": {"relax": ["imports"], "allow_imports": ["json"], "reason": "r"}})
     suite = load_suite(root)
     a, b, c = (suite.get(i) for i in "abc")
     assert a.rules.relax == ["imports"] and a.rules.allow_imports == ["json"] and a.rules.files == ["**/*.py"]
     assert b.rules.relax == ["exec"] and b.rules.allow_imports == ["json"]  # field by field
     assert c.rules.files == ["calc.py"] and c.rules.relax == ["imports"]
+
+
+@pytest.mark.parametrize("where", ["task", "suite"])
+def test_widening_the_rules_needs_a_reason(tmp_path, where):
+    widen = {"relax": ["exec"]}
+    if where == "task":
+        root = make_suite(tmp_path, [fix_task("a", rules=widen)])
+    else:
+        root = make_suite(tmp_path, [fix_task("a")], suite={"rules": {"allow_imports": ["io"]}})
+    with pytest.raises(TaskError, match=r"rules.*needs `reason`"):
+        load_suite(root)
+    ok = make_suite(tmp_path / "2", [fix_task("a", rules={**widen, "reason": "the fix calls eval on a literal"})])
+    assert load_suite(ok).get("a").rules.reason == "the fix calls eval on a literal"
 
 
 @pytest.mark.parametrize("where", ["task", "suite"])
@@ -278,7 +377,7 @@ def test_unknown_rule_names_the_field_and_the_rules(tmp_path, where):
 
 def test_reference_violations_and_rules_check(tmp_path, capsys):
     root = make_suite(tmp_path, [fix_task("ok"), fix_task("cheat", fix=CHEATING_FIX),
-                                 fix_task("relaxed", fix=CHEATING_FIX, rules={"relax": ["imports"]})])
+                                 fix_task("relaxed", fix=CHEATING_FIX, rules={"relax": ["imports"], "reason": "needs json"})])
     suite = load_suite(root)
     assert reference_violations(suite.get("ok")) == []
     assert reference_violations(suite.get("relaxed")) == []
@@ -289,7 +388,8 @@ def test_reference_violations_and_rules_check(tmp_path, capsys):
     assert fixrl(["tasks", "policy-check", str(root), "--json"]) == 1  # the old name still works
     assert capsys.readouterr().out == new_name
     out = json.loads(new_name)
-    assert out["summary"] == {"suite": "suite", "fix_tasks": 3, "rejected": 1, "broken": 0}
+    assert out["summary"] == {"suite": "suite", "fix_tasks": 3, "rejected": 1, "broken": 0, "widened": 1}
+    assert out["widened"] == {"relaxed": "needs json"}
     assert list(out["rejected"]) == ["cheat"] and out["rejected"]["cheat"][0].startswith("imports: calc.py:2: ")
 
 
@@ -301,7 +401,7 @@ def pool():
 
 def test_validate_refuses_a_reference_fix_that_breaks_the_rules(pool, tmp_path):
     root = make_suite(tmp_path, [fix_task("cheat", fix=CHEATING_FIX),
-                                 fix_task("relaxed", fix=CHEATING_FIX, rules={"relax": ["imports"]})])
+                                 fix_task("relaxed", fix=CHEATING_FIX, rules={"relax": ["imports"], "reason": "needs json"})])
     suite = load_suite(root)
     bad = validate_task(suite.get("cheat"), pool, repeats=1)
     assert not bad.ok and len(bad.reasons) == 1, bad.reasons

@@ -188,7 +188,8 @@ def test_the_old_policy_key_still_loads_as_rules(tmp_path):
     they load as `rules:`, field by field as before, in any mix with the new key."""
     root = make_suite(tmp_path, [fix_task("a"), fix_task("b", policy={"relax": ["exec"]}),
                                  fix_task("c", rules={"files": ["calc.py"]})],
-                      suite={"policy": {"relax": ["imports"]}, "defaults": {"policy": {"allow_imports": ["json"]}}})
+                      suite={"policy": {"relax": ["imports"], "reason": "r"},
+                             "defaults": {"policy": {"allow_imports": ["json"]}}})
     suite = load_suite(root)
     a, b, c = (suite.get(i) for i in "abc")
     assert a.rules.relax == ["imports"] and a.rules.allow_imports == ["json"] and a.rules.files == ["**/*.py"]

@@ -1,0 +1,1 @@
+"""A small shop: exchange rates shipped as data, baskets of priced lines."""
