@@ -28,7 +28,12 @@ class TaskError(ValueError):
 
 # ---------------------------------------------------------------- YAML with line numbers
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+# libyaml's parser where PyYAML was built with it (5-10x faster on suites of hundreds of files);
+# the same safe constructors and error marks either way.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _UniqueKeyLoader(_SAFE_LOADER):
     """SafeLoader that rejects duplicate keys (PyYAML silently keeps the last one)."""
 
 
