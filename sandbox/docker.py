@@ -60,7 +60,8 @@ BATCH_BYTES = 8 << 20
 RPC_MARGIN = 30.0
 """Seconds a request may take beyond its own timeout before the sandbox counts as hung."""
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp",
-       "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_ADDOPTS": "-p no:cacheprovider"}
+       "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+       "PYTEST_ADDOPTS": "-p no:cacheprovider"}
 
 _client = None
 _client_lock = threading.Lock()

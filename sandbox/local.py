@@ -363,6 +363,9 @@ class LocalSandbox:
             "TMPDIR": "/tmp" if boxed else self.tmp,
             "LANG": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",
+            # a user site-packages (under HOME, i.e. the sandbox's /tmp, or the host's) is never
+            # the task's environment: a .pth there would run before any test
+            "PYTHONNOUSERSITE": "1",
             "PYTEST_ADDOPTS": "-p no:cacheprovider",
             # Under a per-process address-space limit (no cgroup), glibc's per-thread malloc
             # arenas (64 MB of address space each) would stop a test suite at ~14 threads.
