@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib.util
 import re
 import shutil
 import sys
@@ -83,10 +84,22 @@ class Violation:
 _PARSE_LOCK = threading.Lock()  # CPython 3.11's parser is not safe in several threads at once
 
 
+def as_executed(text: str) -> str:
+    """The source Python compiles from a file holding `text` as UTF-8. A coding declaration makes
+    the interpreter decode the bytes its own way (`unicode_escape` turns the characters `\\x0a`
+    of a comment into a new line, UTF-7 its `+AAo-`), so the rules judge this, never the text as
+    written. A declaration Python cannot decode leaves the text as it is: such a module cannot be
+    imported, so it cannot run."""
+    try:
+        return importlib.util.decode_source(text.encode("utf-8"))
+    except (SyntaxError, UnicodeError, LookupError, ValueError):
+        return text
+
+
 def _parse(text: str) -> ast.Module | None:
     try:
         with _PARSE_LOCK:
-            return ast.parse(text)
+            return ast.parse(as_executed(text))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

@@ -307,6 +307,16 @@ def test_future_imports_are_always_allowed():
     assert judge_change("pkg/core.py", ORIGINAL, new, EditRules(), REPO) == []
 
 
+@pytest.mark.parametrize("cookie", ["unicode_escape", "raw_unicode_escape", "utf-7"])
+def test_a_coding_declaration_is_judged_as_python_decodes_it(cookie):
+    # read as UTF-8 the payload is one comment line; the interpreter decodes it into code
+    hidden = {"utf-7": "+AAo-import gc+AAo-"}.get(cookie, "\\u000aimport gc\\u000a")
+    new = f"# coding: {cookie}\n# {hidden}\n" + ORIGINAL.replace(BUGGY_LINE, "    return min(max(x, lo), hi)\n")
+    assert any("gc" in v.message for v in judge_change("pkg/core.py", ORIGINAL, new, EditRules(), REPO)), cookie
+    honest = "# -*- coding: latin-1 -*-\n" + ORIGINAL.replace(BUGGY_LINE, "    return min(max(x, lo), hi)\n")
+    assert judge_change("pkg/core.py", ORIGINAL, honest, EditRules(), REPO) == []
+
+
 def test_a_file_that_does_not_parse_is_not_judged():
     assert judge_change("pkg/core.py", ORIGINAL, ORIGINAL + "\ndef broken(:\n", EditRules()) == []
 
