@@ -68,6 +68,34 @@ def set_ids(seed: str) -> list[str]:
     return out.split()
 
 
+HASH_PROBE = "import sys; print(hash('fixrl'), sys.flags.hash_randomization, flush=True)"
+
+
+def _pinned_hash() -> str:
+    return subprocess.run([sys.executable, "-c", HASH_PROBE], env={"PYTHONHASHSEED": HASH_SEED},
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_every_interpreter_a_sandbox_starts_has_the_pinned_hash_seed(backend, tmp_path, request):
+    """A command's fresh interpreter, and on the local backend a fork of the check sandbox's
+    ready interpreter (started with -I before: that ignored PYTHONHASHSEED, each zygote drew its own)."""
+    from fixrl.sandbox import SandboxPool
+
+    if backend == "docker":
+        request.getfixturevalue("docker_available")
+    (tmp_path / "a.py").write_text("")
+    want = _pinned_hash()
+    with SandboxPool(1, backend=backend) as pool:
+        with pool.acquire(tmp_path) as sb:
+            assert sb.exec(f'python3 -c "{HASH_PROBE}"', timeout=60).output.strip() == want
+        if backend == "local":
+            with pool.check_sandbox(tmp_path) as sb:
+                if getattr(sb, "forking", False):
+                    prelude = f"def probe():\n    {HASH_PROBE}\n    return 0\n"
+                    assert sb.fork_python(prelude, "probe", {}, timeout=60).output.strip() == want
+
+
 @pytest.fixture(scope="module")
 def set_suite(tmp_path_factory):
     root = tmp_path_factory.mktemp("setids")
