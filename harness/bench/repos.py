@@ -92,8 +92,9 @@ LIBS: tuple[Lib, ...] = (
     Lib("sqlparse", "0.6.1", "python -m pytest -q tests"),
     Lib("wcwidth", "0.9.4", "WCWIDTH_PYTHON=1 python -m pytest -q tests",
         note="pure-Python implementation (WCWIDTH_PYTHON=1: the C extension is not built)"),
-    Lib("docopt-ng", "0.9.0", "python -m pytest -q tests", stands_in_for="docopt",
-        note="docopt 0.6.2's sdist has no tests; docopt-ng is the maintained fork of the same parser"),
+    Lib("configargparse", "1.9.0", "python -m pytest -q tests", stands_in_for="docopt",
+        note="docopt 0.6.2's sdist has no tests, and its fork docopt-ng 0.9.0's conftest needs pytest < 9: "
+             "another command-line parser in one module"),
     Lib("toolz", "1.2.0", "python -m pytest -q toolz/tests"),
     Lib("more-itertools", "11.2.1", "python -m pytest -q tests/test_more.py", files=("more_itertools/more.py",)),
     Lib("cachetools", "8.0.2", "python -m pytest -q -o pythonpath=src tests"),
