@@ -23,12 +23,14 @@ until its environment can be built (`build_environment`, a no-op today).
 """
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import sys
 import tarfile
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -227,8 +229,8 @@ def measure(cfg: Config) -> dict[str, Any]:
     out = Path(cfg.out).expanduser() if cfg.out else cache / "bench-repos"
     if cfg.max_tasks < 1 or cfg.workers < 1 or cfg.pool_size < 1 or cfg.episodes < 1 or cfg.repeats < 1:
         raise BenchError("bench repos: max-tasks, workers, pool-size, episodes and repeats must be >= 1")
-    tokenizer = qwen25_tokenizer()
-    rows = [run_lib(lib, cfg, cache, out, tokenizer) for lib in chosen_libs(cfg.libs)]
+    libs = chosen_libs(cfg.libs)
+    rows = [run_lib(lib, cfg, cache, out, _tokenizer) for lib in libs]
     ran = [r for r in rows if r.emitted]
     return {"backend": cfg.backend, "workers": cfg.workers, "max_tasks": cfg.max_tasks, "pool_size": cfg.pool_size,
             "repeats": cfg.repeats, "target": TARGET, "rows": [r.__dict__ for r in rows],
@@ -237,7 +239,7 @@ def measure(cfg: Config) -> dict[str, Any]:
             "valid_but_oracle_failed": sum(len(r.valid_but_oracle_failed) for r in rows)}
 
 
-def run_lib(lib: Lib, cfg: Config, cache: Path, out: Path, tokenizer: Any) -> Row:
+def run_lib(lib: Lib, cfg: Config, cache: Path, out: Path, tokenizer: Callable[[], Any]) -> Row:
     """One library: download, environment, generate (with validation), oracle and blind episodes."""
     row = Row(lib.name, lib.version, lib.test_cmd, lib.stands_in_for, lib.note)
     t0 = time.monotonic()
@@ -275,8 +277,14 @@ def run_lib(lib: Lib, cfg: Config, cache: Path, out: Path, tokenizer: Any) -> Ro
     return row
 
 
-def _episodes(suite, chosen, kind: str, cfg: Config, tokenizer: Any) -> list:
-    policy = ScriptedPolicy(kind, tokenizer=tokenizer, seed=cfg.seed)
+@functools.cache
+def _tokenizer() -> Any:
+    """The scripted policies' tokenizer, loaded once and only when some library has tasks to play."""
+    return qwen25_tokenizer()
+
+
+def _episodes(suite, chosen, kind: str, cfg: Config, tokenizer: Callable[[], Any]) -> list:
+    policy = ScriptedPolicy(kind, tokenizer=tokenizer(), seed=cfg.seed)
     with LocalRollouts(suite, EnvConfig(), SandboxConfig(backend=cfg.backend, pool_size=cfg.pool_size)) as r:
         return r.run(policy, chosen, cfg.episodes, cfg.seed)
 
