@@ -167,3 +167,16 @@ def test_ids_not_seen_in_both_baseline_runs_never_go_into_a_check():
     a = TestRun({"t.py::f[x+y]": "passed", "t.py::g": "passed"}, {}, 0, 1.0)
     b = TestRun({"t.py::f[y+x]": "passed", "t.py::g": "passed"}, {}, 0, 1.0)
     assert _check_baseline([a, b], "python -m pytest") == {"t.py::g"}
+
+
+def test_a_command_pinning_the_same_seed_still_forks_and_another_seed_runs_fresh():
+    """A forked run cannot change its interpreter's seed: a command asking for the sandbox's own
+    seed may fork (the generator's runs and the check alike), one asking for another may not."""
+    from fixrl.tasks.check.run import _fork_env as check_fork_env
+    from fixrl.tasks.format.pytest_command import parse_pytest_command
+    from fixrl.tasks.generate.execute import _fork_env as gen_fork_env
+
+    same = parse_pytest_command(f"PYTHONHASHSEED={HASH_SEED} python -m pytest -q tests")
+    other = parse_pytest_command("PYTHONHASHSEED=123 python -m pytest -q tests")
+    assert gen_fork_env(same) == {"PYTHONHASHSEED": HASH_SEED} and gen_fork_env(other) is None
+    assert check_fork_env(same, None) == {"PYTHONHASHSEED": HASH_SEED} and check_fork_env(other, None) is None
