@@ -110,7 +110,7 @@ def set_suite(tmp_path_factory):
     return out, report
 
 
-def test_the_ids_from_a_set_are_what_the_pinned_seed_makes():
+def test_these_ids_depend_on_the_hash_seed():
     """The premise: these ids change with the hash seed (else the tests below prove nothing)."""
     assert len({tuple(set_ids(str(s))) for s in range(8)}) > 1
 
