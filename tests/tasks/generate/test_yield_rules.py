@@ -41,3 +41,25 @@ def test_two_tasks_never_share_an_issue_text(tmp_path):
     issues = [t.issue for t in load_suite(out).tasks]
     assert issues and len(issues) == len(set(issues))
     assert report.no_issue_reasons.get("another kept bug has the same issue text", 0) >= 1
+
+
+def test_a_check_can_name_tests_whose_ids_hold_shell_characters(tmp_path):
+    """sqlparse's ids hold `$$` and backquoted SQL: the check quotes them, and a quoted `$` is no
+    expansion (before, such a task did not load: "only a plain pytest command can report")."""
+    from fixrl.tasks import load_suite
+    from fixrl.tasks.format.pytest_command import parse_pytest_command
+
+    repo = _repo(tmp_path, "def double(s):\n    return s + s\n\n\ndef size(s):\n    return len(s)\n",
+                 "import pytest\n\nfrom num import double, size\n\n\n"
+                 "@pytest.mark.parametrize('s', ['$$a', '`b`', \"c'd\"])\n"
+                 "def test_double(s):\n    assert double(s) == s * 2\n\n\n"
+                 "@pytest.mark.parametrize('s', ['', 'x', 'yz', 'abc'])\n"
+                 "def test_size(s):\n    assert size(s) >= 0\n")
+    out = tmp_path / "suite"
+    report = generate(repo, "python -m pytest -q", out, workers=1, progress=False)
+    assert report.valid >= 1 and report.invalid == 0, report.invalid_reasons
+    tests = {n for t in load_suite(out).tasks for n in t.check.tests}
+    assert "tests/test_num.py::test_double[$$a]" in tests and "tests/test_num.py::test_double[`b`]" in tests
+    assert parse_pytest_command("python -m pytest -q $HOME") is None
+    assert parse_pytest_command('python -m pytest -q "$HOME"') is None
+    assert parse_pytest_command("python -m pytest -q \"it's\" $HOME") is None
