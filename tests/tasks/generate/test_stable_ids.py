@@ -144,9 +144,9 @@ def test_validation_and_the_pooled_oracle_agree_in_fresh_and_forked_runs(set_sui
             "command": t.check.command.replace("python -m pytest", "python -X dev -m pytest", 1)})})
         for t in suite.tasks]})
     assert all("-X dev" in t.check.command for t in fresh.tasks)
-    for s in (suite, fresh):
-        results = validate_suite(s, backend="local", jobs=1, repeats=2)
-        assert results and all(r.ok for r in results), [(r.task_id, r.reasons) for r in results]
+    # (the generator's own validation judged the forked runs: report.invalid == 0 above)
+    results = validate_suite(fresh, backend="local", jobs=1, repeats=2)
+    assert results and all(r.ok for r in results), [(r.task_id, r.reasons) for r in results]
     with LocalRollouts(suite, EnvConfig(), SandboxConfig(backend="local", pool_size=1)) as rollouts:
         trajs = rollouts.run(ScriptedPolicy("oracle"), list(suite.tasks), 2, seed=0)
     assert [t.info.outcome for t in trajs] == ["pass"] * len(trajs), [t.info.error for t in trajs]
