@@ -92,8 +92,9 @@ LIBS: tuple[Lib, ...] = (
         files=("pyparsing/core.py", "pyparsing/helpers.py", "pyparsing/util.py"),
         note="left out: the diagram, matplotlib and examples tests (railroad-diagrams, jinja2, matplotlib)"),
     Lib("sqlparse", "0.6.1", "python -m pytest -q tests"),
-    Lib("wcwidth", "0.9.4", "WCWIDTH_PYTHON=1 python -m pytest -q tests",
-        note="pure-Python implementation (WCWIDTH_PYTHON=1: the C extension is not built)"),
+    Lib("wcwidth", "0.9.4", "WCWIDTH_PYTHON=1 python -m pytest -q -o addopts= tests",
+        note="pure-Python implementation (WCWIDTH_PYTHON=1: the C extension is not built); `-o addopts=` "
+             "drops tox.ini's coverage options (pytest-cov), as its pyproject's own `--no-cov` run does"),
     Lib("configargparse", "1.9.0", "python -m pytest -q tests", stands_in_for="docopt",
         note="docopt 0.6.2's sdist has no tests, and its fork docopt-ng 0.9.0's conftest needs pytest < 9: "
              "another command-line parser in one module"),
