@@ -169,6 +169,9 @@ class Row:
     candidates_per_min: float = 0.0
     candidates: int = 0
     kept: int = 0
+    reused: int = 0
+    """Candidate outcomes read back from the suite's journal of an earlier run (candidates/min
+    then counts only this run's)."""
     reason: str | None = None
     """Why fewer than TARGET valid tasks (None at or above it)."""
     suite: str | None = None
@@ -266,7 +269,7 @@ def run_lib(lib: Lib, cfg: Config, cache: Path, out: Path, tokenizer: Callable[[
         return row
     row.emitted, row.valid, row.invalid = report.selected, report.valid, report.invalid
     row.flaky_dropped, row.candidates, row.kept = report.flaky, report.candidates, report.kept
-    row.candidates_per_min = report.candidates_per_minute
+    row.candidates_per_min, row.reused = report.candidates_per_minute, report.reused
     if report.valid:
         loaded = tasks_pkg.load_suite(suite)
         chosen = [t for t in loaded.tasks if t.id in set(report.task_ids)]
