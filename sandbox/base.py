@@ -12,6 +12,11 @@ from typing import Protocol, runtime_checkable
 
 WORKDIR = "/workspace"
 """Where the workspace lives inside every sandbox; relative paths are resolved against it."""
+HASH_SEED = "0"
+"""PYTHONHASHSEED of every process a sandbox starts, on every backend (the zygote a forked run
+comes from included): parametrised test ids built from a set, and the order a set is iterated
+in, must be the same in the generator's runs, validation, the `test` tool and the check. A
+command that sets PYTHONHASHSEED itself overrides it in the runs it starts."""
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ import requests.exceptions
 import tenacity
 
 from fixrl.sandbox import shipping
-from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
+from fixrl.sandbox.base import HASH_SEED, WORKDIR, ExecResult, Limits, SandboxError
 from fixrl.sandbox.inside import server
 from fixrl.sandbox.workspace import Pristine, changed_candidates, diff_contents, plan_restore, read_tree
 
@@ -61,7 +61,7 @@ RPC_MARGIN = 30.0
 """Seconds a request may take beyond its own timeout before the sandbox counts as hung."""
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp",
        "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
-       "PYTEST_ADDOPTS": "-p no:cacheprovider"}
+       "PYTEST_ADDOPTS": "-p no:cacheprovider", "PYTHONHASHSEED": HASH_SEED}
 
 _client = None
 _client_lock = threading.Lock()

@@ -172,7 +172,9 @@ class ForkingSandbox:
         self._stop()
         sb = self.sb
         # The sandbox's cgroup, bubblewrap, rlimits and uid, as its commands get them.
-        argv = sb.boxed_argv(["python", "-I", shipping.in_sandbox("zygote.py"), self._prelude_file(prelude)],
+        # Not -I: it implies -E, which would ignore the pinned PYTHONHASHSEED of `sb._env()` (the
+        # whole environment, ours), so every fork would draw its own seed; -s -P are the rest of -I.
+        argv = sb.boxed_argv(["python", "-s", "-P", shipping.in_sandbox("zygote.py"), self._prelude_file(prelude)],
                              ZYGOTE_CPU_SECONDS, "bwrap", self.group)
         with open(self._log_path(), "ab") as log:
             try:

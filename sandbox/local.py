@@ -65,7 +65,7 @@ import time
 from pathlib import Path
 
 from fixrl.sandbox import shipping
-from fixrl.sandbox.base import WORKDIR, ExecResult, Limits, SandboxError
+from fixrl.sandbox.base import HASH_SEED, WORKDIR, ExecResult, Limits, SandboxError
 from fixrl.sandbox.cgroup import SandboxCgroup, unavailable_reason
 from fixrl.sandbox.inside import server
 from fixrl.sandbox.workspace import Pristine, changed_candidates, diff_contents, plan_restore, read_tree
@@ -367,6 +367,7 @@ class LocalSandbox:
             # the task's environment: a .pth there would run before any test
             "PYTHONNOUSERSITE": "1",
             "PYTEST_ADDOPTS": "-p no:cacheprovider",
+            "PYTHONHASHSEED": HASH_SEED,
             # Under a per-process address-space limit (no cgroup), glibc's per-thread malloc
             # arenas (64 MB of address space each) would stop a test suite at ~14 threads.
             **({} if self.cgroup else {"MALLOC_ARENA_MAX": "2"}),

@@ -51,7 +51,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from fixrl.sandbox import shipping
-from fixrl.sandbox.base import SandboxError
+from fixrl.sandbox.base import HASH_SEED, SandboxError
 from fixrl.sandbox.forking import ZygoteDied
 from fixrl.sandbox.inside.check.base import FRAME_TAG, JUNIT_NAME, LAUNCHER_PREFIX, REPORT_NAME
 from fixrl.tasks.format.loader import field_text
@@ -293,7 +293,9 @@ def _fork_env(parsed: PytestCommand, answer: str | None) -> dict[str, str] | Non
     if parsed.python not in _FORK_PYTHONS or parsed.python_flags:
         return None
     env = dict(e.split("=", 1) for e in parsed.env)
-    if any(k.startswith("PYTHON") and k not in _FORK_SAFE_ENV for k in env):
+    # The zygote already runs with the sandbox's pinned hash seed: a command pinning the same one forks.
+    if any(k.startswith("PYTHON") and k not in _FORK_SAFE_ENV and (k, v) != ("PYTHONHASHSEED", HASH_SEED)
+           for k, v in env.items()):
         return None
     if answer is not None:
         env[ANSWER_ENV] = _answer_text(answer)

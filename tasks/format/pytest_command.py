@@ -22,10 +22,32 @@ _PY_FLAGS = {"-B", "-u", "-O", "-OO", "-s", "-E", "-b", "-bb", "-I", "-P", "-q",
 _PY_FLAGS_ARG = {"-X", "-W"}
 
 
+def _expands(command: str) -> bool:
+    """Whether the shell would expand or split anything in `command`: a `$`, a backquote or a
+    newline outside single quotes. Inside them the shell takes every character as it is, which
+    is how a check names a test whose id holds one (`shlex.quote`: sqlparse's `$$` and backquoted
+    SQL in its parametrised ids)."""
+    state, escaped = "", False  # "": unquoted, "'" or '"': inside those quotes
+    for ch in command:
+        if escaped:
+            escaped = False
+        elif state == "'":
+            state = "" if ch == "'" else state
+        elif ch == "\\":
+            escaped = True
+        elif ch in "$`" or (ch == "\n" and not state):
+            return True
+        elif ch == '"':
+            state = "" if state == '"' else '"'
+        elif ch == "'" and not state:
+            state = "'"
+    return False
+
+
 def parse_pytest_command(command: str) -> PytestCommand | None:
     """Recognise a plain pytest invocation: `[VAR=val ...] (pytest | python [flags] -m pytest)
     [args]`, with no shell operators or expansions. None for anything else."""
-    if any(ch in command for ch in "$`\n"):
+    if _expands(command):
         return None
     try:
         lex = shlex.shlex(command, posix=True, punctuation_chars=True)

@@ -38,7 +38,8 @@ class GenerateConfig:
     validate: bool = True
     """Validate every task and drop the invalid ones."""
     repeats: int = 2
-    """Validation runs per state."""
+    """Validation runs of the check per state (the buggy one, the fixed one): a task whose check
+    does not give the same verdict on all of them is dropped, counted as `flaky` in the report."""
     ops: list[str] | None = None
     """Mutation operators (families) to use (None: all)."""
     files: list[str] | None = None

@@ -13,8 +13,8 @@ On the local backend a job runs pytest in a fork of an interpreter that has alre
 pytest (sandbox.forking, the rollouts' check sandboxes): a run of a few tests then costs what
 collecting and running them costs, not starting Python and importing pytest. Commands a fork
 cannot reproduce (interpreter flags, PYTHON* variables but PYTHONPATH), the Docker backend and
-hosts without bubblewrap start a fresh interpreter with `exec`. A fork shares its
-interpreter's hash seed with the other forks of that sandbox; a fresh interpreter draws its own.
+hosts without bubblewrap start a fresh interpreter with `exec`. Forks and fresh interpreters
+alike run with the sandbox's pinned hash seed (`sandbox.base.HASH_SEED`), as the check does.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fixrl.sandbox import SandboxError, SandboxPool, shipping
-from fixrl.sandbox.base import WORKDIR
+from fixrl.sandbox.base import HASH_SEED, WORKDIR
 from fixrl.sandbox.forking import ZygoteDied
 from fixrl.tasks.format.pytest_command import PytestCommand, parse_pytest_command
 from fixrl.tasks.generate.coverage import COVER_PLUGIN
@@ -252,6 +252,8 @@ def _fork_env(parsed: PytestCommand) -> dict[str, str] | None:
     if parsed.python not in _FORK_PYTHONS or parsed.python_flags:
         return None
     env = dict(e.split("=", 1) for e in parsed.env)
-    if any(k.startswith("PYTHON") and k not in _FORK_SAFE_ENV for k in env):
+    # The zygote already runs with the sandbox's pinned hash seed: a command pinning the same one forks.
+    if any(k.startswith("PYTHON") and k not in _FORK_SAFE_ENV and (k, v) != ("PYTHONHASHSEED", HASH_SEED)
+           for k, v in env.items()):
         return None
     return env

@@ -6,7 +6,9 @@ from __future__ import annotations
 import ast
 import copy
 import functools
+import io
 import re
+import tokenize
 
 from fixrl.tasks.generate.mutate_sites import ARITH, FLIP, bodies, bump, init_value, obo_mutate, obo_repair, op_symbol
 
@@ -105,11 +107,58 @@ class MutatedTree:
         return same_tree(self.tree, text)
 
 
+@functools.lru_cache(maxsize=8)
+def _prefers_double(source: str) -> bool:
+    """Whether the file writes its one-line string literals with double quotes more often than
+    with single ones (f-strings and triple-quoted strings, docstrings among them, aside)."""
+    single = double = 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type != tokenize.STRING:
+                continue
+            prefix = re.match(r"[A-Za-z]*", tok.string).group(0).lower()  # type: ignore[union-attr]
+            body = tok.string[len(prefix):]
+            if "f" in prefix or body[:3] in ('"""', "'''"):
+                continue
+            double += body[0] == '"'
+            single += body[0] == "'"
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return False
+    return double > single
+
+
+def unparse_like(node: ast.AST, source: str) -> str:
+    """`ast.unparse(node)` with its one-line string literals in the quotes `source` mostly uses:
+    ast.unparse writes single quotes, and a mutated line in a double-quoted file would otherwise
+    show where the bug is (and, once fixed by hand, tell the fix apart by its style). A literal
+    keeps its quotes when the other quote is in its text (its escapes would change)."""
+    code = ast.unparse(node)
+    if not _prefers_double(source) or "'" not in code:
+        return code
+    lines = split_lines(code)
+    edits = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type != tokenize.STRING:
+                continue
+            prefix = re.match(r"[A-Za-z]*", tok.string).group(0)  # type: ignore[union-attr]
+            body = tok.string[len(prefix):]
+            if "f" in prefix.lower() or body[:3] == "'''" or not body.startswith("'") or '"' in body:
+                continue
+            start = sum(len(line) for line in lines[: tok.start[0] - 1]) + tok.start[1]  # tokenize counts characters
+            edits.append((start, start + len(tok.string), f'{prefix}"{body[1:-1]}"'))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return code
+    for start, end, text in reversed(edits):
+        code = code[:start] + text + code[end:]
+    return code
+
+
 def splice_expr(source: str, old: ast.AST, new: ast.AST, tree: ast.AST) -> str | None:
     lines = split_lines(source)
     start = text_index(lines, old.lineno, old.col_offset)  # type: ignore[attr-defined]
     end = text_index(lines, old.end_lineno, old.end_col_offset)  # type: ignore[attr-defined]
-    code = ast.unparse(new)
+    code = unparse_like(new, source)
     for text in (code, f"({code})"):
         candidate = source[:start] + text + source[end:]
         if same_tree(tree, candidate):
@@ -123,7 +172,7 @@ def splice_function(source: str, fn_old: ast.AST, fn_new: ast.AST, tree: ast.AST
     first = min([fn_old.lineno] + [d.lineno for d in fn_old.decorator_list])  # type: ignore[attr-defined]
     indent = re.match(r"[ \t]*", lines[first - 1]).group(0)  # type: ignore[union-attr]
     newline = "\n"
-    body = "".join(indent + line + newline if line else newline for line in ast.unparse(fn_new).split("\n"))
+    body = "".join(indent + line + newline if line else newline for line in unparse_like(fn_new, source).split("\n"))
     candidate = "".join(lines[: first - 1]) + body + "".join(lines[fn_old.end_lineno:])  # type: ignore[attr-defined]
     return candidate if same_tree(tree, candidate) else None
 
@@ -170,7 +219,7 @@ def _splice_expr_text(source: str, old: ast.AST, new: ast.AST) -> str:
     lines = split_lines(source)
     start = text_index(lines, old.lineno, old.col_offset)  # type: ignore[attr-defined]
     end = text_index(lines, old.end_lineno, old.end_col_offset)  # type: ignore[attr-defined]
-    return source[:start] + ast.unparse(new) + source[end:]
+    return source[:start] + unparse_like(new, source) + source[end:]
 
 
 def move_flip(site, parent, fn, source):

@@ -37,7 +37,8 @@ The suite directory gets `repo/` (the clean repository, unless it is already the
 `checks/generated/`; both generated folders are replaced on every run, so hand-written tasks
 elsewhere in the suite are left alone. Tasks are written and validated in a staging folder
 (OUT/.generate-stage, `staging.py`) and moved into place at the end: a run that fails or is
-killed leaves the previous suite as it was.
+killed leaves the previous suite as it was, and so does one that ends with no valid task (only
+its report, log and journal are written: no `suite.yaml`, no `repo/`).
 
 What this does not guarantee: that a bug is interesting (a kept mutant only breaks tests), nor
 that its issue text is a full description (one or two symptoms from the failing tests), nor
@@ -156,9 +157,14 @@ def _generate(repo: Path, test_cmd: str, out: Path, cfg: GenerateConfig, runner:
             journal.close()
         written = write_tasks(searched.kept, scanned, base, work, repo, out, test_cmd, cfg, rng, env)  # 4
         validation = validate_tasks(written, cfg, progress)  # 5
-        publish(written.stage, out, written.suite_config)
-        progress.note(f"done: {len(written.tasks) - len(validation.invalid)} valid tasks "
-                      f"({len(validation.invalid)} invalid)")
+        valid = len(written.tasks) - len(validation.invalid)
+        if valid:
+            publish(written.stage, out, written.suite_config)
+            progress.note(f"done: {valid} valid tasks ({len(validation.invalid)} invalid)")
+        else:
+            # A suite of no tasks is no suite: no suite.yaml, no repo/, earlier tasks left as they were.
+            progress.note(f"done: no valid tasks ({len(validation.invalid)} invalid); {out} gets no suite "
+                          f"(see {REPORT_NAME} for why)")
     return Stages(scanned, base, selection, searched, written, validation)
 
 

@@ -70,6 +70,8 @@ class GenerateReport:
     seconds: float = 0.0
     per_op: dict[str, OpStats] = field(default_factory=dict)
     invalid_reasons: dict[str, str] = field(default_factory=dict)
+    flaky: int = 0
+    """Tasks dropped because their check was not stable over the validation's repeated runs."""
     no_issue_reasons: dict[str, int] = field(default_factory=dict)
     """Why kept bugs got no issue text, with how many."""
     task_ids: list[str] = field(default_factory=list)
@@ -148,7 +150,8 @@ def yield_report(run: RunInfo, cfg: GenerateConfig, s: Stages, seconds: float) -
         candidates=len(s.scan.candidates), tested=total("tested"), broke=total("broke"), kept=len(s.search.kept),
         selected=len(s.written.chosen), valid=total("valid"), invalid=total("invalid"),
         train=len(task_ids) - heldout, heldout=heldout, seconds=seconds, per_op=per_op,
-        invalid_reasons=dict(invalid), no_issue_reasons=no_issue_reasons, task_ids=task_ids,
+        invalid_reasons=dict(invalid), flaky=len(s.validation.flaky), no_issue_reasons=no_issue_reasons,
+        task_ids=task_ids,
         selection=s.baseline.cover is not None, coverage_seconds=s.baseline.cover_seconds,
         functions_covered=s.selection.functions_covered, functions_at_import=s.selection.functions_at_import,
         functions_uncovered=s.selection.functions_uncovered, opaque_tests=s.selection.opaque_tests,
@@ -226,6 +229,8 @@ def print_report(report: GenerateReport, console=None) -> None:
         console.print(f"{report.reused} outcomes read back from the journal of an earlier run")
     console.print(f"{report.functions} functions in {report.files} files; {report.valid} valid tasks "
                   f"({report.train} train, {report.heldout} heldout) written to {report.out} in {report.seconds:.0f} s")
+    if report.flaky:
+        console.print(f"{report.flaky} task(s) dropped: their check was not stable over the validation's runs")
     for tid, why in sorted(report.invalid_reasons.items()):
         console.print(f"  dropped {tid}: {why}")
     for why, n in sorted(report.no_issue_reasons.items(), key=lambda x: (-x[1], x[0])):

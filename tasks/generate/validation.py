@@ -7,10 +7,11 @@ timeout, a test that depends on the environment)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fixrl.tasks.check.validate import validate_suite
+from fixrl.tasks.check.validate import ValidationResult, validate_suite
 from fixrl.tasks.format.loader import load_suite_config, load_task, task_defaults
 from fixrl.tasks.format.schema import Suite
 from fixrl.tasks.generate.config import GenerateConfig
@@ -25,37 +26,51 @@ class Validation:
 
     invalid: dict[str, str]
     """Task id -> why it is invalid, in the order written."""
+    flaky: frozenset[str] = frozenset()
+    """The invalid tasks whose check gave different verdicts over the `repeats` runs of a state."""
 
 
 def validate_tasks(written: Written, cfg: GenerateConfig, progress: GenProgress) -> Validation:
     """Validate the staged tasks and remove the invalid ones (nothing to do with `--no-validate`)."""
     if not (cfg.validate and written.tasks):
         return Validation({})
-    progress.note(f"validating {len(written.tasks)} tasks")
+    total = len(written.tasks)
+    progress.note(f"validating {total} tasks ({cfg.repeats} runs of the check per state)")
     # Validation runs here (a cluster runner tests candidates only): this machine's workers.
     jobs = cfg.workers or max(1, os.cpu_count() or 1)
-    verdicts = _validate(written.stage, [t.id for t in written.tasks], cfg.backend, jobs, cfg.repeats)
+    done = [0]
+
+    def shown(res: ValidationResult) -> None:
+        done[0] += 1
+        verdict = "valid" if res.ok else "invalid: " + "; ".join(res.reasons)[:200]
+        progress.note(f"validated {done[0]}/{total}: {res.task_id} {verdict} ({res.seconds:.0f} s)")
+
+    verdicts = _validate(written.stage, [t.id for t in written.tasks], cfg.backend, jobs, cfg.repeats, shown)
     invalid: dict[str, str] = {}
+    flaky: set[str] = set()
     for t in written.tasks:
-        ok, why = verdicts.get(t.id, (False, "not validated"))
+        ok, why, unstable = verdicts.get(t.id, (False, "not validated", False))
         if not ok:
             invalid[t.id] = why
+            if unstable:
+                flaky.add(t.id)
             remove_task(written.stage, t.id)
-    return Validation(invalid)
+    return Validation(invalid, frozenset(flaky))
 
 
-def _validate(out: Path, ids: list[str], backend: str, workers: int, repeats: int) -> dict[str, tuple[bool, str]]:
-    """task id -> (valid, why not), by `tasks.check.validate` (check fails on the bug, passes with the
-    fix, the same verdict on every repeat, the public tests run)."""
+def _validate(out: Path, ids: list[str], backend: str, workers: int, repeats: int,
+              progress: Callable[[ValidationResult], None]) -> dict[str, tuple[bool, str, bool]]:
+    """task id -> (valid, why not, flaky), by `tasks.check.validate` (check fails on the bug, passes
+    with the fix, the same verdict on every repeat, the public tests run)."""
     config = load_suite_config(out)
     loaded = []
-    verdicts: dict[str, tuple[bool, str]] = {}
+    verdicts: dict[str, tuple[bool, str, bool]] = {}
     for tid in ids:
         try:
             loaded.append(load_task(out / "tasks" / "generated" / f"{tid}.yaml", task_defaults(config), out))
         except ValueError as e:
-            verdicts[tid] = (False, f"does not load: {e}")
+            verdicts[tid] = (False, f"does not load: {e}", False)
     suite = Suite(dir=out, name=config.name or out.name, tasks=loaded)
-    for res in validate_suite(suite, backend=backend, jobs=workers, repeats=repeats):
-        verdicts[res.task_id] = (res.ok, "; ".join(res.reasons))
+    for res in validate_suite(suite, backend=backend, jobs=workers, repeats=repeats, progress=progress):
+        verdicts[res.task_id] = (res.ok, "; ".join(res.reasons), res.flaky)
     return verdicts

@@ -9,6 +9,7 @@ What this does not guarantee: that a bug is interesting (a kept mutant only brea
 that its issue text is a full description (one or two symptoms from the failing tests)."""
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import random
 import shutil
@@ -59,12 +60,25 @@ def write_tasks(kept: list[Candidate], scanned: Scan, base: Baseline, work: Path
     `environment`: the suite's `environment:` (None: none)."""
     with_issue = []
     no_issue = []
+    stable = set(base.stable)
+    texts: set[str] = set()
     for c in kept:
-        failures = {n: failure_of(n, rec) for n, rec in c.records.items()}
+        # A test id that was not the same in both baseline runs could name another test (or
+        # none) when the check runs: such ids never go into a check, nor into an issue.
+        c = dataclasses.replace(c, broken=[n for n in c.broken if n in stable])
+        if not c.broken:
+            no_issue.append((c, "every test it breaks changed its id or outcome between the baseline runs"))
+            continue
+        failures = {n: failure_of(n, rec) for n, rec in c.records.items() if n in stable}
         issue, why = _issue_for(c, failures, work, scanned.sources[c.file], rng)
         if issue is None:
             no_issue.append((c, why))
             continue
+        if issue in texts:
+            # Two tasks with one text: an agent could not tell which bug an issue is about.
+            no_issue.append((c, "another kept bug has the same issue text"))
+            continue
+        texts.add(issue)
         with_issue.append((c, issue))
     stage, config = prepare_stage(out, repo, scanned.names, test_cmd, cfg, base.seconds, environment)
     chosen = _select(with_issue, cfg.max_tasks, rng)

@@ -32,15 +32,16 @@ def test_generate_targeting_flags_reach_the_generator(monkeypatch, tmp_path):
     code = main(["tasks", "generate", "--repo", "r", "--test-cmd", "pytest", "--out", str(tmp_path / "o"), "--json",
                  "--files", "pkg/*.py", "pkg/sub/", "--functions", "parse*", "Model.fit", "--operators",
                  "flip_comparison", "off_by_one", "--exclude-private", "--max-per-function", "3", "--no-select",
-                 "--progress-every", "5"])
+                 "--progress-every", "5", "--repeats", "3"])
     assert code == 0
+    assert seen["repeats"] == 3
     assert seen["files"] == ["pkg/*.py", "pkg/sub/"] and seen["functions"] == ["parse*", "Model.fit"]
     assert seen["ops"] == ["flip_comparison", "off_by_one"] and seen["exclude_private"] is True
     assert (seen["max_per_function"], seen["select"], seen["progress_every"]) == (3, False, 5.0)
     assert "runner" not in seen
     main(["tasks", "generate", "--repo", "r", "--test-cmd", "pytest", "--out", str(tmp_path / "o"), "--json"])
     assert (seen["files"], seen["functions"], seen["ops"], seen["exclude_private"]) == (None, None, None, False)
-    assert (seen["max_per_function"], seen["select"]) == (2, True)
+    assert (seen["max_per_function"], seen["select"], seen["repeats"]) == (2, True, 2)
 
 
 def test_generate_on_a_cluster_that_is_not_there(tmp_path, capsys):

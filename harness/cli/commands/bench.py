@@ -1,12 +1,13 @@
-"""fixrl bench sandbox | rollout | check | generate | logprobs | grpo-step | gpu | view: speed and memory as
-ratios against a baseline measured in the same run (these machines are shared and noisy), and the prepared GPU check."""
+"""fixrl bench sandbox | rollout | check | generate | repos | logprobs | grpo-step | gpu | view: speed and memory
+as ratios against a baseline measured in the same run (these machines are shared and noisy), the prepared GPU
+check, and the conformance table over real libraries (`repos`)."""
 from __future__ import annotations
 
 import argparse
 import json
 
 from fixrl.harness.agent.transcript import make_console
-from fixrl.harness.bench import check, generate, gpu, grpo_step, logprobs, rollout, sandbox, view
+from fixrl.harness.bench import check, generate, gpu, grpo_step, logprobs, repos, rollout, sandbox, view
 from fixrl.harness.cli.flags import add_config_flags, given_fields
 
 # subcommand -> (module, help). Each module defines a `Config` dataclass (its flags),
@@ -21,6 +22,7 @@ BENCHES = {
     "gpu": (gpu, "the T4 check: fp16 GRPO updates at 0.5B/1.5B/3B under a 15 GB cap (CUDA)"),
     "generate": (generate, "generator candidates/min: covering tests against the whole suite"),
     "view": (view, "`fixrl view` on 10,000 episodes: seconds to write and to open, against 100 episodes"),
+    "repos": (repos, "the conformance table: released libraries generated, validated, oracle and blind"),
 }
 
 

@@ -115,6 +115,9 @@ def register(sub) -> None:
                    help="leave out functions and methods whose name (or class) starts with '_'")
     g.add_argument("--max-per-function", type=_positive_int, default=2, metavar="K",
                    help="at most K tasks per function (default: 2)")
+    g.add_argument("--repeats", type=_positive_int, default=2, metavar="K",
+                   help="validation runs of each task's check per state; a task whose verdicts differ is "
+                        "dropped as flaky (default: 2)")
     g.add_argument("--no-select", dest="select", action="store_false",
                    help="run the whole test suite for every candidate instead of the tests that cover its function")
     g.add_argument("--environment", choices=["auto", "none"], default="auto",
@@ -313,7 +316,7 @@ def generate(args) -> int:
     options = dict(max_tasks=args.max, seed=args.seed, backend=args.backend, heldout_frac=args.heldout_frac,
                    workers=args.workers, ops=args.operators, files=args.files, functions=args.functions,
                    exclude_private=args.exclude_private, max_per_function=args.max_per_function,
-                   select=args.select, progress=True, progress_every=args.progress_every,
+                   select=args.select, repeats=args.repeats, progress=True, progress_every=args.progress_every,
                    environment=args.environment)
     if args.progress_every <= 0:
         raise UserError(f"--progress-every {args.progress_every}: must be a number of seconds > 0")

@@ -153,6 +153,20 @@ def _expected_raise(r: Reader, stmt: ast.AST) -> str | None:
     return None
 
 
+_EXCEPTION_NAME = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*$")
+
+
+def _check_expected_exception(wanted: str, exc: dict) -> None:
+    """Unshowable unless "raises X, but `wanted` was expected" says something true and readable:
+    `wanted` names an exception class (not a variable of a parametrised test, not a tuple), and
+    not the class that was raised (pytest.raises caught nothing it expected: the failure is
+    elsewhere, e.g. in a `match=` or a statement the raise interrupted)."""
+    if not _EXCEPTION_NAME.match(wanted):
+        raise Unshowable(f"the expected exception `{wanted}` is not a class name")
+    if wanted.rsplit(".", 1)[-1] == (exc.get("type") or ""):
+        raise Unshowable(f"the test expected the `{wanted}` that was raised")
+
+
 def _header(stmt: ast.AST) -> ast.AST:
     """The part of a statement that runs on its own line(s): not the bodies of a compound one."""
     if isinstance(stmt, (ast.For, ast.AsyncFor)):
@@ -196,6 +210,7 @@ def _raised(r: Reader, stmt: ast.AST, exc: dict) -> Symptom:
     sentence = f"{lead} `{exception_text(exc)}`"
     wanted = _expected_raise(r, stmt)
     if wanted:
+        _check_expected_exception(wanted, exc)
         sentence += f", but `{wanted}` was expected."
     elif isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Compare) and len(stmt.test.ops) == 1:
         left, right = stmt.test.left, stmt.test.comparators[0]

@@ -358,6 +358,12 @@ PACKAGE = {
                 words.parse_count("")
 
 
+        @pytest.mark.parametrize("error", [ValueError])
+        def test_pytest_raises_a_parameter(error):
+            with pytest.raises(error):
+                words.parse_count("x")
+
+
         def test_raises_helper():
             assert raises(ValueError, lambda: words.parse_count("x"))
 
@@ -713,6 +719,8 @@ def test_private_helper_is_shown_by_the_public_call(failures):
     ("test_package_object_from_a_loop", "a variable has no printable value"),
     # changed through `outer` (cachetools' stacked decorators): its own setup shows another object
     ("test_object_held_by_another", "the object may have changed through another one"),
+    # "raises `TypeError: ...`, but `error` was expected": a variable, not an exception's name
+    ("test_pytest_raises_a_parameter[ValueError]", "the expected exception `error` is not a class name"),
 ])
 def test_dropped_with_a_reason(failures, name, why):
     assert said(failures, name) == Dropped(why)

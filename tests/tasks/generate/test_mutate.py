@@ -201,3 +201,34 @@ def test_unicode_columns():
     src = 'def f(s):\n    return "héllo→" + s if len(s) < 3 else s\n'
     (m,) = [m for m in mutants(src, "f") if m.op == "flip_comparison"]
     assert m.source == 'def f(s):\n    return "héllo→" + s if len(s) <= 3 else s\n'
+
+
+DOUBLE_QUOTED = '''\
+def label(kind, n):
+    """A label for `n` things of `kind`."""
+    names = {"a": "apple", "b": 'it"s'}
+    if kind == "fruit" and n > 1:
+        return names.get("a", "none") + "s"
+    return f"{kind}: {n}" if n >= 0 else "negative " + kind
+'''
+
+
+def test_a_mutated_line_keeps_the_files_quote_style():
+    """ast.unparse writes single quotes: in a double-quoted file the bug (and the fix) would
+    show by its style alone. A literal holding a double quote keeps its single quotes."""
+    import difflib
+
+    from fixrl.tasks.generate.mutate import mutants
+
+    found = mutants(DOUBLE_QUOTED, "label")
+    assert len(found) >= 5
+    for m in found:
+        changed = [line[1:] for line in difflib.unified_diff(DOUBLE_QUOTED.splitlines(), m.source.splitlines(),
+                                                             lineterm="", n=0)
+                   if line[:1] == "+" and not line.startswith("+++")]
+        for line in changed:
+            assert line.count("'") == line.count("'it\"s'") * 2, (m.description, line)
+    single = DOUBLE_QUOTED.replace('"a"', "'a'").replace('"apple"', "'apple'").replace('"fruit"', "'fruit'") \
+        .replace('"none"', "'none'").replace('"s"', "'s'").replace('"negative "', "'negative '")
+    for m in mutants(single, "label"):
+        assert '"a"' not in m.source and '"fruit"' not in m.source

@@ -1,0 +1,333 @@
+"""fixrl bench repos: the conformance table -- released source distributions of real libraries,
+each generated into a suite (`fixrl tasks generate`, its own validation included), then played
+by the oracle and the blind policy in pooled sandboxes.
+
+    fixrl bench repos [--libs toolz,inflection,...] [--max-tasks 8] [--workers 1] [--json]
+
+Each library is downloaded as released (`pip download --no-binary :all: --no-deps NAME==VER`,
+versions pinned in `LIBS`) into a cache and unpacked; a library whose sdist has no tests is
+replaced by one of the same kind (`Lib.stands_in_for` says which). Per library: the environment's
+build time, tasks emitted (written by the generator) / valid / dropped as flaky, the oracle's pass
+rate over every valid task in a pool of `pool_size` reused sandboxes, the blind policy's, the
+minutes and candidates per minute of the generator, and, under 8 valid tasks, why.
+
+Libraries are run one at a time (the machine is shared: each generator run already uses
+`workers` sandboxes). `LIBS` holds each one's test command as a user would write it: its
+pytest options (`-o pythonpath=src` for a `src/` layout) and the test files left out because
+they need a package the library does not ship (said in `Lib.note`).
+
+What this does not guarantee: that the figures repeat on another machine (the minutes are wall
+time on whatever else runs there), nor that a library's newest release still has tests in its sdist.
+A library whose tests need packages beyond pytest (`Lib.needs`) is reported as such and not run
+until its environment can be built (`build_environment`, a no-op today).
+"""
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from rich.table import Table
+
+from fixrl import tasks as tasks_pkg
+from fixrl.envs import EnvConfig
+from fixrl.harness.agent.local_rollouts import LocalRollouts
+from fixrl.harness.agent.policies.scripted import ScriptedPolicy
+from fixrl.harness.bench.errors import BenchError
+from fixrl.harness.model.tiny import qwen25_tokenizer
+from fixrl.sandbox import SandboxConfig
+from fixrl.tasks.generate.config import GenerateError
+from fixrl.tasks.generate.pipeline import generate
+from fixrl.tasks.generate.report import GenerateReport
+
+TARGET = 8
+"""Valid tasks a library should yield (issue 32); below it the row says why."""
+
+
+@dataclass(frozen=True)
+class Lib:
+    """One library of the table: which release, and how its tests run."""
+
+    name: str
+    """The PyPI name."""
+    version: str
+    test_cmd: str
+    """Its pytest command, run in the unpacked sdist."""
+    files: tuple[str, ...] | None = None
+    """`--files` for the generator (a large library: the modules its tests exercise most)."""
+    needs: tuple[str, ...] = ()
+    """Packages its code or tests import beyond the standard library and pytest: it needs an
+    environment (`build_environment`)."""
+    stands_in_for: str | None = None
+    """The library of issue 32's list this one replaces (that one's sdist has no tests)."""
+    note: str = ""
+
+
+LIBS: tuple[Lib, ...] = (
+    Lib("click", "8.5.1", "python -m pytest -q -o pythonpath=src tests"),
+    Lib("flask", "3.1.3", "python -m pytest -q -o pythonpath=src tests",
+        needs=("werkzeug", "jinja2", "itsdangerous", "click", "blinker")),
+    Lib("itsdangerous", "2.2.0", "python -m pytest -q -o pythonpath=src tests", needs=("freezegun",)),
+    Lib("werkzeug", "3.1.9", "python -m pytest -q -o pythonpath=src tests",
+        needs=("markupsafe", "pytest-timeout", "ephemeral-port-reserve", "watchdog", "cryptography")),
+    Lib("jinja2", "3.1.6", "python -m pytest -q -o pythonpath=src tests", needs=("markupsafe", "trio")),
+    Lib("markupsafe", "3.0.4", "python -m pytest -q -o pythonpath=src tests",
+        note="pure-Python implementation (the C speedups are not built; their tests skip)"),
+    Lib("attrs", "26.1.0", "python -m pytest -q -o pythonpath=src tests", needs=("hypothesis",)),
+    Lib("cattrs", "26.2.1", "python -m pytest -q -o pythonpath=src tests",
+        needs=("attrs", "hypothesis", "immutables")),
+    Lib("marshmallow", "4.4.0", "python -m pytest -q -o pythonpath=src tests", needs=("simplejson",)),
+    Lib("python-dateutil", "4.0.0", "python -m pytest -q -o pythonpath=src tests",
+        needs=("freezegun", "hypothesis")),
+    Lib("pyparsing", "3.3.3", "python -m pytest -q tests --ignore=tests/test_diagram.py "
+        "--ignore=tests/test_matplotlib_cases.py --ignore=tests/test_examples.py",
+        files=("pyparsing/core.py", "pyparsing/helpers.py", "pyparsing/util.py"),
+        note="left out: the diagram, matplotlib and examples tests (railroad-diagrams, jinja2, matplotlib)"),
+    Lib("sqlparse", "0.6.1", "python -m pytest -q tests"),
+    Lib("wcwidth", "0.9.4", "WCWIDTH_PYTHON=1 python -m pytest -q -o addopts= tests",
+        note="pure-Python implementation (WCWIDTH_PYTHON=1: the C extension is not built); `-o addopts=` "
+             "drops tox.ini's coverage options (pytest-cov), as its pyproject's own `--no-cov` run does"),
+    Lib("configargparse", "1.9.0", "python -m pytest -q tests", stands_in_for="docopt",
+        note="docopt 0.6.2's sdist has no tests, and its fork docopt-ng 0.9.0's conftest needs pytest < 9: "
+             "another command-line parser in one module"),
+    Lib("toolz", "1.2.0", "python -m pytest -q toolz/tests"),
+    Lib("more-itertools", "11.2.1", "python -m pytest -q tests/test_more.py", files=("more_itertools/more.py",)),
+    Lib("cachetools", "8.0.2", "python -m pytest -q -o pythonpath=src tests"),
+    Lib("tabulate", "0.10.0", "python -m pytest -q test"),
+    Lib("boltons", "26.2.0", "python -m pytest -q tests",
+        files=("boltons/strutils.py", "boltons/iterutils.py", "boltons/listutils.py")),
+    Lib("inflection", "0.5.1", "python -m pytest -q test_inflection.py"),
+)
+
+
+@dataclass
+class Config:
+    """`fixrl bench repos`."""
+
+    libs: list[str] | None = None
+    """Only these libraries (PyPI names from the table; default: all of them)."""
+    max_tasks: int = TARGET
+    """The generator's `--max`."""
+    workers: int = 1
+    """The generator's `-j` (sandboxes testing candidates at once)."""
+    repeats: int = 2
+    """Validation runs of each check per state (a task whose verdicts differ is dropped as flaky)."""
+    pool_size: int = 1
+    """Sandboxes the oracle's and the blind policy's episodes share (1: every episode reuses one)."""
+    episodes: int = 1
+    """Episodes per task for the oracle and the blind policy."""
+    seed: int = 0
+    """The generator's seed and the episodes'."""
+    backend: Literal["local", "docker"] = "local"
+    """Sandbox backend of the generator, the validation and the episodes."""
+    cache: str | None = None
+    """Where sdists are downloaded and unpacked (default: ~/.cache/fixrl/sdists, shared with the tests)."""
+    out: str | None = None
+    """Where the suites are written, one folder per library (default: a `bench-repos` folder in the cache)."""
+    include_needing_env: bool = False
+    """Also run libraries whose tests need packages no environment provides yet (they fail at the baseline)."""
+
+
+@dataclass(frozen=True)
+class EnvBuild:
+    """What building a library's environment did."""
+
+    seconds: float
+    built: bool
+    """An environment with `Lib.needs` exists for the runs (False: the runs have fixrl's own interpreter)."""
+    note: str = ""
+
+
+@dataclass
+class Row:
+    """One library's line of the table."""
+
+    library: str
+    version: str
+    test_cmd: str
+    stands_in_for: str | None = None
+    note: str = ""
+    env_build_s: float = 0.0
+    env: str = "none needed"
+    emitted: int = 0
+    valid: int = 0
+    flaky_dropped: int = 0
+    invalid: int = 0
+    oracle: dict[str, Any] = field(default_factory=dict)
+    blind: dict[str, Any] = field(default_factory=dict)
+    valid_but_oracle_failed: list[str] = field(default_factory=list)
+    """Tasks validation called valid whose oracle episode did not pass (must stay empty)."""
+    minutes: float = 0.0
+    candidates_per_min: float = 0.0
+    candidates: int = 0
+    kept: int = 0
+    reused: int = 0
+    """Candidate outcomes read back from the suite's journal of an earlier run (candidates/min
+    then counts only this run's)."""
+    reason: str | None = None
+    """Why fewer than TARGET valid tasks (None at or above it)."""
+    suite: str | None = None
+
+
+def fetch_sdist(lib: Lib, cache: Path) -> Path:
+    """The unpacked sdist of `lib` (downloaded once with pip into `cache`): its top folder."""
+    root = cache / f"{lib.name}-{lib.version}"
+    done = root / ".unpacked"
+    if not done.exists():
+        dl = root / "download"
+        dl.mkdir(parents=True, exist_ok=True)
+        r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps",
+                            "-d", str(dl), f"{lib.name}=={lib.version}"], capture_output=True, text=True)
+        archives = sorted(p for p in dl.iterdir() if p.is_file())
+        if r.returncode != 0 or not archives:
+            raise BenchError(f"cannot download the {lib.name} {lib.version} source distribution: "
+                             f"{r.stderr.strip()[-300:]}")
+        src = root / "src"
+        shutil.rmtree(src, ignore_errors=True)
+        if archives[0].suffix == ".zip":
+            with zipfile.ZipFile(archives[0]) as z:
+                z.extractall(src)
+        else:
+            with tarfile.open(archives[0]) as t:
+                t.extractall(src, filter="data")
+        done.write_text(archives[0].name)
+    tops = [p for p in (root / "src").iterdir() if p.is_dir()]
+    if len(tops) != 1:
+        raise BenchError(f"{lib.name} {lib.version}: the sdist unpacked into {len(tops)} folders, not one")
+    return tops[0]
+
+
+def build_environment(lib: Lib, src: Path, backend: str) -> EnvBuild:
+    """The library's environment for every run of its tests (issue 32's `environment:`, built by
+    `fixrl env build`). No environment can be built yet: this is the hook the table calls, a
+    no-op that says whether the library needs one."""
+    t0 = time.monotonic()
+    if not lib.needs:
+        return EnvBuild(round(time.monotonic() - t0, 1), built=False, note="none needed")
+    return EnvBuild(round(time.monotonic() - t0, 1), built=False,
+                    note=f"needs {', '.join(lib.needs)}: no environment built (`environment:` not available)")
+
+
+def chosen_libs(names: list[str] | None) -> list[Lib]:
+    """The table's libraries, or those `names` picks (BenchError naming an unknown one)."""
+    if not names:
+        return list(LIBS)
+    known = {lib.name: lib for lib in LIBS}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise BenchError(f"--libs {' '.join(unknown)}: not in the table; known: {', '.join(known)}")
+    return [known[n] for n in names]
+
+
+def measure(cfg: Config) -> dict[str, Any]:
+    """Every chosen library, one at a time; the rows and their totals."""
+    cache = Path(cfg.cache).expanduser() if cfg.cache else Path.home() / ".cache" / "fixrl" / "sdists"
+    out = Path(cfg.out).expanduser() if cfg.out else cache / "bench-repos"
+    if cfg.max_tasks < 1 or cfg.workers < 1 or cfg.pool_size < 1 or cfg.episodes < 1 or cfg.repeats < 1:
+        raise BenchError("bench repos: max-tasks, workers, pool-size, episodes and repeats must be >= 1")
+    libs = chosen_libs(cfg.libs)
+    rows = [run_lib(lib, cfg, cache, out, _tokenizer) for lib in libs]
+    ran = [r for r in rows if r.emitted]
+    return {"backend": cfg.backend, "workers": cfg.workers, "max_tasks": cfg.max_tasks, "pool_size": cfg.pool_size,
+            "repeats": cfg.repeats, "target": TARGET, "rows": [r.__dict__ for r in rows],
+            "libs_at_target": sum(r.valid >= TARGET for r in rows), "libs": len(rows),
+            "oracle_all_pass": all(r.oracle.get("rate") == 1.0 for r in ran),
+            "valid_but_oracle_failed": sum(len(r.valid_but_oracle_failed) for r in rows)}
+
+
+def run_lib(lib: Lib, cfg: Config, cache: Path, out: Path, tokenizer: Callable[[], Any]) -> Row:
+    """One library: download, environment, generate (with validation), oracle and blind episodes."""
+    row = Row(lib.name, lib.version, lib.test_cmd, lib.stands_in_for, lib.note)
+    t0 = time.monotonic()
+    try:
+        src = fetch_sdist(lib, cache)
+    except BenchError as e:
+        row.reason = str(e)
+        return row
+    env = build_environment(lib, src, cfg.backend)
+    row.env_build_s, row.env = env.seconds, env.note
+    if lib.needs and not env.built and not cfg.include_needing_env:
+        row.reason = f"not run: {env.note}"
+        return row
+    suite = out / f"{lib.name}-{lib.version}"
+    row.suite = str(suite)
+    try:
+        report = generate(src, lib.test_cmd, suite, max_tasks=cfg.max_tasks, seed=cfg.seed, backend=cfg.backend,
+                          workers=cfg.workers, files=list(lib.files) if lib.files else None,
+                          repeats=cfg.repeats, progress=True, progress_every=60.0)
+    except GenerateError as e:
+        row.reason = f"generate: {str(e)[:400]}"
+        row.minutes = round((time.monotonic() - t0) / 60, 1)
+        return row
+    row.emitted, row.valid, row.invalid = report.selected, report.valid, report.invalid
+    row.flaky_dropped, row.candidates, row.kept = report.flaky, report.candidates, report.kept
+    row.candidates_per_min, row.reused = report.candidates_per_minute, report.reused
+    if report.valid:
+        loaded = tasks_pkg.load_suite(suite)
+        chosen = [t for t in loaded.tasks if t.id in set(report.task_ids)]
+        oracle = _episodes(loaded, chosen, "oracle", cfg, tokenizer)
+        row.oracle, row.blind = _rate(oracle), _rate(_episodes(loaded, chosen, "blind", cfg, tokenizer))
+        row.valid_but_oracle_failed = sorted({t.task_id for t in oracle if t.info.outcome != "pass"})
+    row.minutes = round((time.monotonic() - t0) / 60, 1)
+    row.reason = None if row.valid >= TARGET else why_short(report)
+    return row
+
+
+@functools.cache
+def _tokenizer() -> Any:
+    """The scripted policies' tokenizer, loaded once and only when some library has tasks to play."""
+    return qwen25_tokenizer()
+
+
+def _episodes(suite, chosen, kind: str, cfg: Config, tokenizer: Callable[[], Any]) -> list:
+    policy = ScriptedPolicy(kind, tokenizer=tokenizer(), seed=cfg.seed)
+    with LocalRollouts(suite, EnvConfig(), SandboxConfig(backend=cfg.backend, pool_size=cfg.pool_size)) as r:
+        return r.run(policy, chosen, cfg.episodes, cfg.seed)
+
+
+def _rate(trajs: list) -> dict[str, Any]:
+    passed = sum(t.info.outcome == "pass" for t in trajs)
+    errors = sum(t.info.outcome == "error" for t in trajs)
+    return {"passed": passed, "episodes": len(trajs), "errors": errors,
+            "rate": round(passed / len(trajs), 2) if trajs else None}
+
+
+def why_short(report: GenerateReport) -> str:
+    """Why a generator run yielded fewer than TARGET valid tasks, from its report's counts."""
+    parts = [f"{report.candidates} candidates, {report.tested} tested, {report.kept} kept"]
+    if report.no_issue_reasons:
+        top = sorted(report.no_issue_reasons.items(), key=lambda x: -x[1])[:2]
+        parts.append("no issue text: " + "; ".join(f"{n}x {why}" for why, n in top))
+    if report.invalid:
+        first = next(iter(report.invalid_reasons.values()), "")
+        parts.append(f"{report.invalid} invalid ({report.flaky} flaky), e.g. {first[:160]}")
+    if report.kept < TARGET and report.tested < report.candidates:
+        parts.append("the search stopped before testing every candidate")
+    return "; ".join(parts)
+
+
+def show(r: dict[str, Any], console: Any) -> None:
+    """The conformance table."""
+    t = Table(title=f"fixrl bench repos: {r['libs_at_target']} of {r['libs']} libraries with >= {r['target']} "
+                    f"valid tasks ({r['backend']} backend, -j {r['workers']}, pool of {r['pool_size']})")
+    for col in ("library", "env s", "emitted", "valid", "flaky", "oracle", "blind", "min", "cand/min", "why < 8"):
+        t.add_column(col, justify="left" if col in ("library", "why < 8") else "right")
+    for row in r["rows"]:
+        name = f"{row['library']} {row['version']}" + (f" (for {row['stands_in_for']})" if row["stands_in_for"] else "")
+        t.add_row(name, f"{row['env_build_s']:g}", str(row["emitted"]), str(row["valid"]), str(row["flaky_dropped"]),
+                  _frac(row["oracle"]), _frac(row["blind"]), f"{row['minutes']:g}", f"{row['candidates_per_min']:g}",
+                  row["reason"] or "")
+    console.print(t)
+    console.print(f"valid tasks the oracle failed: {r['valid_but_oracle_failed']}")
+
+
+def _frac(d: dict[str, Any]) -> str:
+    return f"{d['passed']}/{d['episodes']} = {d['rate']:.2f}" if d else "-"
