@@ -49,3 +49,14 @@ def test_earlier_names_not_covered_elsewhere_load_with_todays(tmp_path):
     assert sft.num_train_epochs == 3
     with pytest.raises(ValueError, match="unknown SFTConfig field"):
         sft_config_from_dict({"steps": 3})
+
+
+def test_grpo_preset_flag_on_the_command_line(tmp_path, capsys):
+    from fixrl.harness.cli import main
+
+    assert main(["grpo", "--out", str(tmp_path / "r"), "--model", "m", "--suite", "s", "--preset", "dapo",
+                 "--print-config"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["preset"], printed["loss_type"]) == ("dapo", "dapo")
+    assert main(["grpo", "--out", str(tmp_path / "r"), "--model", "m", "--suite", "s", "--preset", "nope"]) == 2
+    assert "unknown preset 'nope'" in capsys.readouterr().err

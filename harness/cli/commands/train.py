@@ -101,6 +101,7 @@ def grpo_config_from_args(args: argparse.Namespace) -> tuple[GRPOConfig | None, 
         raise UserError("fixrl grpo needs --model DIR and --suite DIR (or --resume with the --out of a run)")
     if not fields.get("out"):
         raise UserError("fixrl grpo needs --out DIR (the run directory)")
+    fields.pop("preset", None)  # given as make_config's first argument
     try:
         return make_config(args.preset or DEFAULT_PRESET, **nest(fields)), None
     except ValueError as e:
