@@ -129,7 +129,7 @@ def _guard_core(spec):
         import_direct=_codes_of(_import_direct()), import_via=_codes_of(_import_via()),
         import_call=_codes_of([importlib._bootstrap._call_with_frames_removed]),
         import_source=_codes_of([importlib._bootstrap_external.SourceLoader.source_to_code]),
-        signature_readers=_codes_of(_signature_readers()),
+        signature_readers=_codes_of(_signature_readers()), opcodes=_opcodes(),
         readers=_codes_of([importlib.import_module("_pytest.assertion.rewrite"),
                            importlib.import_module("_pytest.assertion")]),
         watched_classes=_watched_classes(), module_spec=importlib.machinery.ModuleSpec, threading=threading,
@@ -161,6 +161,25 @@ def _find_watched_classes():
                 if type(val) is type or isinstance(val, type):
                     out[id(val)] = f"{name}.{_TYPE_QUALNAME(val)}"
     return out
+
+
+def _opcodes():
+    """The byte-code facts `_frame_consumed` reads a trusted caller's call site with."""
+    import opcode  # noqa: PLC0415 - stdlib, imported by dis/inspect already
+
+    calls = {opcode.opmap[n] for n in ("CALL", "CALL_FUNCTION", "CALL_METHOD") if n in opcode.opmap}
+    caches = getattr(opcode, "_inline_cache_entries", None)
+    return types.SimpleNamespace(
+        calls=frozenset(calls), caches={op: _cache_entries(caches, opcode.opname[op], op) for op in calls},
+        load_attr=opcode.opmap["LOAD_ATTR"], name_shift=1 if sys.version_info >= (3, 12) else 0)
+
+
+def _cache_entries(caches, name, op):
+    """Inline cache entries after an instruction: a list by opcode (3.11, 3.12), a dict by
+    name (3.13), none before 3.11."""
+    if caches is None:
+        return 0
+    return caches.get(name, 0) if isinstance(caches, dict) else caches[op]
 
 
 def _signature_readers():

@@ -71,8 +71,9 @@ def _rules(st):
     rules = {name: category("process") for name in _PROCESS_EVENTS}
     rules.update({"ctypes." + name: category("ctypes") for name in _CTYPES_EVENTS})
     rules.update({name: category("heap") for name in ("gc.get_objects", "gc.get_referrers", "gc.get_referents")})
-    rules.update({name: category("frames") for name in ("sys._getframe", "sys._current_frames",
-                                                         "sys._current_exceptions")})
+    rules.update({name: category("frames") for name in ("sys._current_frames", "sys._current_exceptions")})
+    frames = category("frames")
+    rules["sys._getframe"] = lambda args, frame: None if _frame_consumed(st, frame, args) else frames(args, frame)
     rules.update({"sys.settrace": category("trace"), "sys.setprofile": category("trace")})
     rules["sys.addaudithook"] = lambda args, frame: "adds an audit hook"
     rules["import"] = lambda args, frame: _on_import(st, args, frame)
@@ -85,6 +86,42 @@ def _rules(st):
         rules[name] = _code_rule(st, name)
     rules.update(_custom_rules(st))
     return rules
+
+
+_FRAME_READS = frozenset({"f_globals", "f_locals", "f_code", "f_lineno", "f_lasti", "f_builtins"})
+"""What a trusted caller may read from the frame `sys._getframe` hands it (never f_back)."""
+
+
+def _frame_consumed(st, frame, args):
+    """Whether trusted code's `sys._getframe` reaches the agent's code as nothing but what it
+    may already see: judged on what is returned, not on who is on the stack. It holds when
+    (1) the caller is trusted code, (2) the frame returned is the caller's own, or one of its
+    callers up to and including the newest changed-code frame (never a test's, pytest's, or
+    anything older than the agent's code), and (3) the caller's byte-code reads one plain
+    attribute of the result (`sys._getframe(1).f_globals...`, as attrs, typing, enum and
+    namedtuple do to name a class's module) and drops the frame, so the frame object, whose
+    unaudited f_back leads to every older frame, never reaches anyone. A helper that returns
+    the frame (inspect.currentframe, logging's currentframe) or keeps it in a variable is
+    judged by who is on the stack (`_attribute`)."""
+    result = args[0] if args else None
+    if type(result) is not _FRAME or _code_cats(st, frame.f_code) is not None:
+        return False
+    if st.thread_taint.get(st.get_ident()) is not None:
+        return False
+    f = frame
+    while f is not result:
+        if f is None or _code_cats(st, f.f_code) is not None:
+            return False  # older than changed code, or not on this stack at all
+        f = f.f_back
+    ops, code, at = st.opcodes, frame.f_code.co_code, frame.f_lasti
+    if at < 0 or at + 1 >= len(code) or code[at] not in ops.calls:
+        return False
+    at += 2 + 2 * ops.caches[code[at]]
+    if at + 1 >= len(code) or code[at] != ops.load_attr:
+        return False
+    names = frame.f_code.co_names
+    index = code[at + 1] >> ops.name_shift
+    return index < len(names) and names[index] in _FRAME_READS
 
 
 _PERMISSIVE_MODULES = frozenset({"unittest.mock", "mock", "pytest_mock"})
