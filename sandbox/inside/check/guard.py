@@ -129,7 +129,7 @@ def _guard_core(spec):
         import_direct=_codes_of(_import_direct()), import_via=_codes_of(_import_via()),
         import_call=_codes_of([importlib._bootstrap._call_with_frames_removed]),
         import_source=_codes_of([importlib._bootstrap_external.SourceLoader.source_to_code]),
-        signature_readers=_codes_of(_signature_readers()), opcodes=_opcodes(),
+        signature_readers=_codes_of(_signature_readers()), opcodes=_opcodes(), install_dirs=_install_dirs(),
         readers=_codes_of([importlib.import_module("_pytest.assertion.rewrite"),
                            importlib.import_module("_pytest.assertion")]),
         watched_classes=_watched_classes(), module_spec=importlib.machinery.ModuleSpec, threading=threading,
@@ -172,6 +172,17 @@ def _opcodes():
     return types.SimpleNamespace(
         calls=frozenset(calls), caches={op: _cache_entries(caches, opcode.opname[op], op) for op in calls},
         load_attr=opcode.opmap["LOAD_ATTR"], name_shift=1 if sys.version_info >= (3, 12) else 0)
+
+
+def _install_dirs():
+    """The interpreter's standard library and site-packages directories ('/'-terminated), as
+    named and with links resolved: modules imported from them are installed code."""
+    import sysconfig  # noqa: PLC0415 - stdlib, already imported by site
+
+    paths = sysconfig.get_paths()
+    dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)}
+    dirs |= {os.path.realpath(d) for d in dirs}
+    return tuple(sorted(d.rstrip("/") + "/" for d in dirs))
 
 
 def _cache_entries(caches, name, op):

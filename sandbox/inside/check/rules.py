@@ -344,9 +344,12 @@ def _process_memory(path):
 
 
 def _imported_from_disk(st, frame, source, filename):
-    """The import system compiling an unchanged repository file exactly as it is on disk
-    (`SourceLoader.source_to_code`): a module that changed code happens to import first is
-    still the repository's own, not code made at run time. Source that differs from the file
+    """The import system compiling an unchanged repository file, or a file of the interpreter's
+    own install directories (the standard library, the environment's installed packages),
+    exactly as it is on disk (`SourceLoader.source_to_code`): a module that changed code
+    happens to import first (attrs, first imported by a changed module) is still what it was,
+    not code made at run time. Other files outside the repository are not (changed code may
+    write a data file there and load it as a module). Source that differs from the file
     (a loader whose get_data changed code supplies) is not."""
     via = frame.f_back
     if frame.f_code not in st.import_call or via is None or via.f_code not in st.import_source:
@@ -354,7 +357,8 @@ def _imported_from_disk(st, frame, source, filename):
     if type(filename) is not str or type(source) not in (bytes, str):
         return False
     path = _abspath(filename, st.root)
-    if not path.startswith(st.root + "/") or path in st.changed or path in st.tainted:
+    installed = path.startswith(st.install_dirs) and path.endswith(".py")
+    if not (path.startswith(st.root + "/") or installed) or path in st.changed or path in st.tainted:
         return False
     try:
         data = _read_all(st, path)
