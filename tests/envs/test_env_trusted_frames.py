@@ -43,6 +43,15 @@ HONEST = {
                   "    Bounds = typing.NamedTuple(\"Bounds\", [(\"lo\", int), (\"hi\", int)])\n"
                   "    b = Bounds(lo, hi)\n"
                   "    return max(b.lo, min(x, b.hi))\n",
+    "stdlib_helpers": "    import functools\n    import logging\n    import warnings\n\n"
+                      "    @functools.singledispatch\n"
+                      "    def bound(v):\n"
+                      "        return v\n\n"
+                      "    logging.getLogger(__name__).warning(\"clamping %s\", bound.registry)\n"
+                      "    with warnings.catch_warnings():\n"
+                      "        warnings.simplefilter(\"ignore\")\n"
+                      "        warnings.warn(\"clamp\", DeprecationWarning, stacklevel=2)\n"
+                      "    return max(bound(lo), min(x, bound(hi)))\n",
     "typing_generic": "    import typing\n"
                       "    T = typing.TypeVar(\"T\")\n"
                       "    pick: typing.Callable[..., T] = min\n"
