@@ -99,10 +99,12 @@ def _frame_consumed(st, frame, args):
     callers up to and including the newest changed-code frame (never a test's, pytest's, or
     anything older than the agent's code), and (3) the caller's byte-code reads one plain
     attribute of the result (`sys._getframe(1).f_globals...`, as attrs, typing, enum and
-    namedtuple do to name a class's module) and drops the frame, so the frame object, whose
-    unaudited f_back leads to every older frame, never reaches anyone. A helper that returns
-    the frame (inspect.currentframe, logging's currentframe) or keeps it in a variable is
-    judged by who is on the stack (`_attribute`)."""
+    namedtuple do to name a class's module), or keeps it in a local variable that it only
+    ever reads plain attributes of (typing_extensions' `frame.f_locals.get("origin")`): the
+    frame object, whose unaudited f_back leads to every older frame, never leaves the
+    function. A helper that returns the frame (inspect.currentframe, logging's
+    currentframe), passes it on or reads its f_back is judged by who is on the stack
+    (`_attribute`)."""
     result = args[0] if args else None
     if type(result) is not _FRAME or _code_cats(st, frame.f_code) is not None:
         return False
@@ -113,15 +115,62 @@ def _frame_consumed(st, frame, args):
         if f is None or _code_cats(st, f.f_code) is not None:
             return False  # older than changed code, or not on this stack at all
         f = f.f_back
-    ops, code, at = st.opcodes, frame.f_code.co_code, frame.f_lasti
-    if at < 0 or at + 1 >= len(code) or code[at] not in ops.calls:
+    code, lasti = frame.f_code, frame.f_lasti
+    hit = st.frame_sites.get((id(code), lasti))
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    verdict = _frame_dropped(st.opcodes, code, lasti)
+    st.frame_sites[(id(code), lasti)] = (code, verdict)  # holds the code: its id is never reused
+    return verdict
+
+
+def _frame_dropped(ops, code, lasti):
+    """Whether the call at `lasti` in `code` hands its result only to `_FRAME_READS` reads."""
+    ins = _instructions(ops, code.co_code)
+    at = next((k for k, (offset, _, _) in enumerate(ins) if offset == lasti), None)
+    if at is None or ins[at][1] not in ops.calls or at + 1 >= len(ins):
         return False
-    at += 2 + 2 * ops.caches[code[at]]
-    if at + 1 >= len(code) or code[at] != ops.load_attr:
+    _, op, arg = ins[at + 1]
+    if op == ops.store_fast:  # kept in a local: every read of it must be a plain attribute
+        return _only_read_through(ops, code, ins, arg)
+    return _reads_frame_attr(ops, code, ins, at + 1)
+
+
+def _instructions(ops, raw):
+    """(offset, opcode, argument) of each instruction, inline caches skipped and EXTENDED_ARG
+    folded into the argument it extends."""
+    out, ext = [], 0
+    for offset in range(0, len(raw) - 1, 2):
+        op, arg = raw[offset], raw[offset + 1] | ext
+        if op == ops.cache:
+            continue
+        if op == ops.extended_arg:
+            ext = arg << 8
+            continue
+        ext = 0
+        out.append((offset, op, arg))
+    return out
+
+
+def _reads_frame_attr(ops, code, ins, k):
+    """Whether instruction k loads one of `_FRAME_READS` from the value on top of the stack."""
+    if k >= len(ins) or ins[k][1] != ops.load_attr:
         return False
-    names = frame.f_code.co_names
-    index = code[at + 1] >> ops.name_shift
-    return index < len(names) and names[index] in _FRAME_READS
+    index = ins[k][2] >> ops.name_shift
+    return index < len(code.co_names) and code.co_names[index] in _FRAME_READS
+
+
+def _only_read_through(ops, code, ins, var):
+    """Whether every use of local `var` in `code` is a load followed by a `_FRAME_READS`
+    attribute (stores and deletes rebind it): the frame it holds never leaves the function."""
+    for k, (_, op, arg) in enumerate(ins):
+        if op not in ops.haslocal or op in ops.rebinds:
+            continue
+        if op in ops.fused:
+            return False  # two locals in one argument (3.13): not looked into
+        if arg == var and (op not in ops.load_fast or not _reads_frame_attr(ops, code, ins, k + 1)):
+            return False
+    return True
 
 
 _PERMISSIVE_MODULES = frozenset({"unittest.mock", "mock", "pytest_mock"})
