@@ -172,7 +172,7 @@ def _opcodes():
     return types.SimpleNamespace(
         calls=frozenset(m[n] for n in ("CALL", "CALL_FUNCTION", "CALL_METHOD") if n in m),
         cache=m.get("CACHE", -1), extended_arg=m["EXTENDED_ARG"], load_attr=m["LOAD_ATTR"],
-        store_fast=m["STORE_FAST"], name_shift=1 if sys.version_info >= (3, 12) else 0,
+        precall=m.get("PRECALL", -1), store_fast=m["STORE_FAST"], name_shift=1 if sys.version_info >= (3, 12) else 0,
         haslocal=frozenset(opcode.haslocal),
         rebinds=frozenset(m[n] for n in ("STORE_FAST", "DELETE_FAST") if n in m),
         load_fast=frozenset(m[n] for n in ("LOAD_FAST", "LOAD_FAST_CHECK") if n in m),

@@ -128,6 +128,8 @@ def _frame_dropped(ops, code, lasti):
     """Whether the call at `lasti` in `code` hands its result only to `_FRAME_READS` reads."""
     ins = _instructions(ops, code.co_code)
     at = next((k for k, (offset, _, _) in enumerate(ins) if offset == lasti), None)
+    if at is not None and ins[at][1] == ops.precall and at + 1 < len(ins):
+        at += 1  # 3.11 calls a built-in from PRECALL once specialised: its CALL follows
     if at is None or ins[at][1] not in ops.calls or at + 1 >= len(ins):
         return False
     _, op, arg = ins[at + 1]
