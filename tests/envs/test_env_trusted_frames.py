@@ -28,7 +28,8 @@ HONEST = {
                     "    b = Bounds(lo, hi)\n"
                     "    return max(b.lo, min(x, b.hi))\n",
     "attrs_make_class": "    import attr\n"
-                        "    Bounds = attr.make_class(\"Bounds\", [\"lo\", \"hi\"], frozen=True)\n"
+                        "    for _ in range(20):  # specialised call sites (3.11) judged too\n"
+                        "        Bounds = attr.make_class(\"Bounds\", [\"lo\", \"hi\"], frozen=True)\n"
                         "    b = Bounds(lo, hi)\n"
                         "    return max(b.lo, min(x, b.hi))\n",
     "dataclass": "    import dataclasses\n"
