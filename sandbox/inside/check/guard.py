@@ -129,7 +129,8 @@ def _guard_core(spec):
         import_direct=_codes_of(_import_direct()), import_via=_codes_of(_import_via()),
         import_call=_codes_of([importlib._bootstrap._call_with_frames_removed]),
         import_source=_codes_of([importlib._bootstrap_external.SourceLoader.source_to_code]),
-        signature_readers=_codes_of(_signature_readers()),
+        signature_readers=_codes_of(_signature_readers()), opcodes=_opcodes(), frame_sites={},
+        install_dirs=_install_dirs(),
         readers=_codes_of([importlib.import_module("_pytest.assertion.rewrite"),
                            importlib.import_module("_pytest.assertion")]),
         watched_classes=_watched_classes(), module_spec=importlib.machinery.ModuleSpec, threading=threading,
@@ -161,6 +162,32 @@ def _find_watched_classes():
                 if type(val) is type or isinstance(val, type):
                     out[id(val)] = f"{name}.{_TYPE_QUALNAME(val)}"
     return out
+
+
+def _opcodes():
+    """The byte-code facts `_frame_consumed` reads a trusted caller's call site with."""
+    import opcode  # noqa: PLC0415 - stdlib, imported by dis/inspect already
+
+    m = opcode.opmap
+    return types.SimpleNamespace(
+        calls=frozenset(m[n] for n in ("CALL", "CALL_FUNCTION", "CALL_METHOD") if n in m),
+        cache=m.get("CACHE", -1), extended_arg=m["EXTENDED_ARG"], load_attr=m["LOAD_ATTR"],
+        precall=m.get("PRECALL", -1), store_fast=m["STORE_FAST"], name_shift=1 if sys.version_info >= (3, 12) else 0,
+        haslocal=frozenset(opcode.haslocal),
+        rebinds=frozenset(m[n] for n in ("STORE_FAST", "DELETE_FAST") if n in m),
+        load_fast=frozenset(m[n] for n in ("LOAD_FAST", "LOAD_FAST_CHECK") if n in m),
+        fused=frozenset(op for name, op in m.items() if name.count("FAST") > 1))
+
+
+def _install_dirs():
+    """The interpreter's standard library and site-packages directories ('/'-terminated), as
+    named and with links resolved: modules imported from them are installed code."""
+    import sysconfig  # noqa: PLC0415 - stdlib, already imported by site
+
+    paths = sysconfig.get_paths()
+    dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)}
+    dirs |= {os.path.realpath(d) for d in dirs}
+    return tuple(sorted(d.rstrip("/") + "/" for d in dirs))
 
 
 def _signature_readers():

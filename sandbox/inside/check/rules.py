@@ -71,8 +71,9 @@ def _rules(st):
     rules = {name: category("process") for name in _PROCESS_EVENTS}
     rules.update({"ctypes." + name: category("ctypes") for name in _CTYPES_EVENTS})
     rules.update({name: category("heap") for name in ("gc.get_objects", "gc.get_referrers", "gc.get_referents")})
-    rules.update({name: category("frames") for name in ("sys._getframe", "sys._current_frames",
-                                                         "sys._current_exceptions")})
+    rules.update({name: category("frames") for name in ("sys._current_frames", "sys._current_exceptions")})
+    frames = category("frames")
+    rules["sys._getframe"] = lambda args, frame: None if _frame_consumed(st, frame, args) else frames(args, frame)
     rules.update({"sys.settrace": category("trace"), "sys.setprofile": category("trace")})
     rules["sys.addaudithook"] = lambda args, frame: "adds an audit hook"
     rules["import"] = lambda args, frame: _on_import(st, args, frame)
@@ -85,6 +86,93 @@ def _rules(st):
         rules[name] = _code_rule(st, name)
     rules.update(_custom_rules(st))
     return rules
+
+
+_FRAME_READS = frozenset({"f_globals", "f_locals", "f_code", "f_lineno", "f_lasti", "f_builtins"})
+"""What a trusted caller may read from the frame `sys._getframe` hands it (never f_back)."""
+
+
+def _frame_consumed(st, frame, args):
+    """Whether trusted code's `sys._getframe` reaches the agent's code as nothing but what it
+    may already see: judged on what is returned, not on who is on the stack. It holds when
+    (1) the caller is trusted code, (2) the frame returned is the caller's own, or one of its
+    callers up to and including the newest changed-code frame (never a test's, pytest's, or
+    anything older than the agent's code), and (3) the caller's byte-code reads one plain
+    attribute of the result (`sys._getframe(1).f_globals...`, as attrs, typing, enum and
+    namedtuple do to name a class's module), or keeps it in a local variable that it only
+    ever reads plain attributes of (typing_extensions' `frame.f_locals.get("origin")`): the
+    frame object, whose unaudited f_back leads to every older frame, never leaves the
+    function. A helper that returns the frame (inspect.currentframe, logging's
+    currentframe), passes it on or reads its f_back is judged by who is on the stack
+    (`_attribute`)."""
+    result = args[0] if args else None
+    if type(result) is not _FRAME or _code_cats(st, frame.f_code) is not None:
+        return False
+    if st.thread_taint.get(st.get_ident()) is not None:
+        return False
+    f = frame
+    while f is not result:
+        if f is None or _code_cats(st, f.f_code) is not None:
+            return False  # older than changed code, or not on this stack at all
+        f = f.f_back
+    code, lasti = frame.f_code, frame.f_lasti
+    hit = st.frame_sites.get((id(code), lasti))
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    verdict = _frame_dropped(st.opcodes, code, lasti)
+    st.frame_sites[(id(code), lasti)] = (code, verdict)  # holds the code: its id is never reused
+    return verdict
+
+
+def _frame_dropped(ops, code, lasti):
+    """Whether the call at `lasti` in `code` hands its result only to `_FRAME_READS` reads."""
+    ins = _instructions(ops, code.co_code)
+    at = next((k for k, (offset, _, _) in enumerate(ins) if offset == lasti), None)
+    if at is not None and ins[at][1] == ops.precall and at + 1 < len(ins):
+        at += 1  # 3.11 calls a built-in from PRECALL once specialised: its CALL follows
+    if at is None or ins[at][1] not in ops.calls or at + 1 >= len(ins):
+        return False
+    _, op, arg = ins[at + 1]
+    if op == ops.store_fast:  # kept in a local: every read of it must be a plain attribute
+        return _only_read_through(ops, code, ins, arg)
+    return _reads_frame_attr(ops, code, ins, at + 1)
+
+
+def _instructions(ops, raw):
+    """(offset, opcode, argument) of each instruction, inline caches skipped and EXTENDED_ARG
+    folded into the argument it extends."""
+    out, ext = [], 0
+    for offset in range(0, len(raw) - 1, 2):
+        op, arg = raw[offset], raw[offset + 1] | ext
+        if op == ops.cache:
+            continue
+        if op == ops.extended_arg:
+            ext = arg << 8
+            continue
+        ext = 0
+        out.append((offset, op, arg))
+    return out
+
+
+def _reads_frame_attr(ops, code, ins, k):
+    """Whether instruction k loads one of `_FRAME_READS` from the value on top of the stack."""
+    if k >= len(ins) or ins[k][1] != ops.load_attr:
+        return False
+    index = ins[k][2] >> ops.name_shift
+    return index < len(code.co_names) and code.co_names[index] in _FRAME_READS
+
+
+def _only_read_through(ops, code, ins, var):
+    """Whether every use of local `var` in `code` is a load followed by a `_FRAME_READS`
+    attribute (stores and deletes rebind it): the frame it holds never leaves the function."""
+    for k, (_, op, arg) in enumerate(ins):
+        if op not in ops.haslocal or op in ops.rebinds:
+            continue
+        if op in ops.fused:
+            return False  # two locals in one argument (3.13): not looked into
+        if arg == var and (op not in ops.load_fast or not _reads_frame_attr(ops, code, ins, k + 1)):
+            return False
+    return True
 
 
 _PERMISSIVE_MODULES = frozenset({"unittest.mock", "mock", "pytest_mock"})
@@ -307,9 +395,12 @@ def _process_memory(path):
 
 
 def _imported_from_disk(st, frame, source, filename):
-    """The import system compiling an unchanged repository file exactly as it is on disk
-    (`SourceLoader.source_to_code`): a module that changed code happens to import first is
-    still the repository's own, not code made at run time. Source that differs from the file
+    """The import system compiling an unchanged repository file, or a file of the interpreter's
+    own install directories (the standard library, the environment's installed packages),
+    exactly as it is on disk (`SourceLoader.source_to_code`): a module that changed code
+    happens to import first (attrs, first imported by a changed module) is still what it was,
+    not code made at run time. Other files outside the repository are not (changed code may
+    write a data file there and load it as a module). Source that differs from the file
     (a loader whose get_data changed code supplies) is not."""
     via = frame.f_back
     if frame.f_code not in st.import_call or via is None or via.f_code not in st.import_source:
@@ -317,7 +408,8 @@ def _imported_from_disk(st, frame, source, filename):
     if type(filename) is not str or type(source) not in (bytes, str):
         return False
     path = _abspath(filename, st.root)
-    if not path.startswith(st.root + "/") or path in st.changed or path in st.tainted:
+    installed = path.startswith(st.install_dirs) and path.endswith(".py")
+    if not (path.startswith(st.root + "/") or installed) or path in st.changed or path in st.tainted:
         return False
     try:
         data = _read_all(st, path)

@@ -632,9 +632,10 @@ SENTINEL = textwrap.dedent("""\
 
 def test_unchanged_repository_code_may_read_frames_when_changed_code_calls_it(pool, tmp_path):
     """boltons' `make_sentinel` reads its caller's frame, called as a changed module is
-    imported: the repository doing what it always did (the guard is told which unchanged files
-    read frames). Told nothing, the same run is a fail, and changed code reading frames itself
-    is a fail either way."""
+    imported: the repository doing what it always did. Told which unchanged files read frames,
+    or told nothing (it reads one attribute of a frame no older than the changed module's and
+    drops it), the run passes. An unchanged helper that hands the frame back to changed code
+    is a fail untold, and changed code reading frames itself is a fail either way."""
     ws = write_repo(tmp_path / "ws")
     (ws / "sentinel.py").write_text(SENTINEL)
     calc = HONEST + "\n\nfrom sentinel import make_sentinel\n\n_MISSING = make_sentinel('_MISSING')\n"
@@ -647,7 +648,13 @@ def test_unchanged_repository_code_may_read_frames_when_changed_code_calls_it(po
     assert r.outcome == "pass", (r.reason, r.output[-2000:])
     with pool.acquire(ws) as sb:
         r = run_check(task, sb, guard=untold)
+    assert r.outcome == "pass", (r.reason, r.output[-2000:])
+    (ws / "sentinel.py").write_text(SENTINEL + "\n\ndef caller_frame():\n    return sys._getframe(1)\n")
+    (ws / "calc.py").write_text(calc + "\nfrom sentinel import caller_frame\n\n_ME = caller_frame()\n")
+    with pool.acquire(ws) as sb:
+        r = run_check(task, sb, guard=untold)
     assert r.outcome == "fail" and "_getframe" in r.reason, r.reason
+    (ws / "sentinel.py").write_text(SENTINEL)
     (ws / "calc.py").write_text(calc + "\nimport sys\n_ME = sys._getframe(0)\n")
     with pool.acquire(ws) as sb:
         r = run_check(task, sb, guard=told)
