@@ -259,7 +259,8 @@ def rules_check(args) -> int:
         for line in broken:
             print(f"! {line}")
         for task_id, reason in widened.items():
-            print(f"~ {task_id} widens its rules: {reason}")
+            print(f"~ {task_id} widens its rules: {reason}" if reason.strip() else
+                  f"~ {task_id} widens its rules without a reason: add `reason:` to its rules (why the task needs it)")
         print(f"{suite.name}: {len(rejected)} of {fix_tasks} reference fixes break their edit rules"
               + (f"; {len(broken)} task(s) could not be loaded or built" if broken else ""))
     return 1 if rejected or broken else 0
