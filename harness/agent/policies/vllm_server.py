@@ -122,7 +122,7 @@ class VLLMServer:
 
     def command(self) -> list[str]:
         s = self.spec
-        return [s.python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(s.model),
+        return [str(_interpreter(s.python)), "-m", "vllm.entrypoints.openai.api_server", "--model", str(s.model),
                 "--host", "127.0.0.1", "--port", str(self.port), "--generation-config", "vllm",
                 "--logprobs-mode", "processed_logprobs", "--max-model-len", str(s.max_model_len), "--dtype", s.dtype,
                 "--enable-lora", "--max-lora-rank", str(s.max_lora_rank), "--max-loras", "2",
@@ -133,7 +133,7 @@ class VLLMServer:
         `startup_timeout` or when the process exits; the message carries its log's tail)."""
         if self.proc is not None:
             return self
-        python = Path(self.spec.python)
+        python = _interpreter(self.spec.python)
         if not python.exists():
             raise VLLMServerError(
                 f"vLLM interpreter {self.spec.python} not found: run `make vllm` (builds .vllm-venv with "
@@ -210,3 +210,13 @@ class VLLMServer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+
+def _interpreter(path: str) -> Path:
+    """The server's interpreter: `path` as given, or -- relative and absent from the working
+    directory -- under the checkout fixrl runs from, where `make vllm` puts `.vllm-venv`, so
+    a command started from another directory finds it too."""
+    given = Path(path)
+    if given.is_absolute() or given.exists():
+        return given
+    in_checkout = Path(__file__).resolve().parents[3] / given
+    return in_checkout if in_checkout.exists() else given
