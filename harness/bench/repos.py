@@ -149,12 +149,8 @@ class EnvBuild:
     """What building a library's environment did."""
 
     seconds: float
-    environment: dict[str, Any] | None
-    """The `environment:` mapping the suite gets (None: the library needs none)."""
     tag: str | None = None
-    """Its `fixrl-env:<hash>` (None without one)."""
-    added: tuple[str, ...] = ()
-    """`Lib.needs` that detection from the packaging files missed (added as packages)."""
+    """Its `fixrl-env:<hash>` (None: the library needs none)."""
     cached: bool = False
     """It was built before (the seconds are a cache lookup, not a build)."""
     note: str = ""
@@ -270,24 +266,21 @@ def library_environment(lib: Lib, src: Path) -> tuple[dict[str, Any] | None, tup
     return (env or None), added
 
 
-def build_environment(lib: Lib, src: Path, backend: str, suite: Path) -> EnvBuild:
-    """The library's environment (`library_environment`), written into `suite`'s suite.yaml
-    (the generator's runs use a suite's `environment:`) and built for `backend` unless cached.
+def build_environment(env: dict[str, Any] | None, src: Path, backend: str, suite: Path) -> EnvBuild:
+    """A library's environment (`library_environment`), written into `suite`'s suite.yaml (the
+    generator's runs use a suite's `environment:`) and built for `backend` unless cached.
     EnvBuildError when it cannot be built."""
     t0 = time.monotonic()
-    env, added = library_environment(lib, src)
     _set_suite_environment(suite, env)
     if env is None:
-        return EnvBuild(round(time.monotonic() - t0, 1), None, note="none needed")
+        return EnvBuild(round(time.monotonic() - t0, 1), note="none needed")
     try:
         spec = spec_of(env, src)
     except ValueError as e:
         raise EnvBuildError(f"the environment {env} is not valid: {e}") from None
     cached = _is_built(spec, backend)
     tag = build_env_spec(spec, backend)
-    how = "cached" if cached else "built"
-    extra = f"; added {', '.join(added)} (not in its packaging files)" if added else ""
-    return EnvBuild(round(time.monotonic() - t0, 1), env, tag, added, cached, note=f"{tag} ({how}{extra})")
+    return EnvBuild(round(time.monotonic() - t0, 1), tag, cached, note=f"{tag} ({'cached' if cached else 'built'})")
 
 
 def _is_built(spec: EnvSpec, backend: str) -> bool:
@@ -352,13 +345,15 @@ def run_lib(lib: Lib, cfg: Config, cache: Path, out: Path, tokenizer: Callable[[
         return row
     suite = out / f"{lib.name}-{lib.version}"
     row.suite = str(suite)
+    environment, added = library_environment(lib, src)
+    row.environment, row.env_added = environment, list(added)
     try:
-        env = build_environment(lib, src, cfg.backend, suite)
+        env = build_environment(environment, src, cfg.backend, suite)
     except EnvBuildError as e:
         row.reason = f"environment: {str(e)[:400]}"
         row.minutes = round((time.monotonic() - t0) / 60, 1)
         return row
-    row.env_build_s, row.env, row.environment, row.env_added = env.seconds, env.note, env.environment, list(env.added)
+    row.env_build_s, row.env = env.seconds, env.note
     try:
         report = generate(src, lib.test_cmd, suite, max_tasks=cfg.max_tasks, seed=cfg.seed, backend=cfg.backend,
                           workers=cfg.workers, files=list(lib.files) if lib.files else None,
