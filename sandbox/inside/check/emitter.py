@@ -176,13 +176,14 @@ def _trusted_clock(st, val):
         return _code_cats(st, code) is None
     if not any(k is type for k in _mro(type(val))):  # `is`: a metaclass's __eq__ would be changed code run here
         return False
-    for klass in (*_mro(val), *_mro(type(val))):
+    classes = (*_mro(val), *_mro(type(val)))
+    for klass in classes:
         if _c_type(klass):
             continue
         for member in list(_type_dict(klass).values()):
             code = _function_code(member)
-            if code is None and not _c_type(type(member)):
-                return False  # an object of a Python class in the namespace: not looked into, not trusted
+            if code is None and not _c_type(type(member)) and not any(type(member) is k for k in classes):
+                return False  # an object of another Python class (`FakeDatetime.min` is one of its own): not trusted
             if code is not None and _code_cats(st, code) is not None:
                 return False
     return True

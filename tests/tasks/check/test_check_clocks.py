@@ -39,6 +39,8 @@ FAKETIME = textwrap.dedent('''\
             return datetime.datetime.fromtimestamp(FROZEN, tz)
 
 
+    FakeDatetime.min = FakeDatetime(1, 1, 1)  # as freezegun's: a value of the class in its namespace
+
     @contextlib.contextmanager
     def frozen(extra=()):
         real = {time.time: fake_time, time.perf_counter: fake_time, datetime.datetime: FakeDatetime, **dict(extra)}
