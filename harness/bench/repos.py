@@ -307,6 +307,14 @@ def _set_suite_environment(suite: Path, env: dict[str, Any] | None) -> None:
     write_atomic(file, dump_yaml(config))
 
 
+def _drop_bare_suite_yaml(suite: Path) -> None:
+    """After a run with no valid task: the suite.yaml this table wrote (only `environment:`)
+    goes, as the generator leaves no suite.yaml then; one with more in it stays."""
+    file = suite / "suite.yaml"
+    if file.is_file() and set((yaml.safe_load(file.read_text(encoding="utf-8")) or {}).keys()) <= {"environment"}:
+        file.unlink()
+
+
 def chosen_libs(names: list[str] | None) -> list[Lib]:
     """The table's libraries, or those `names` picks (BenchError naming an unknown one)."""
     if not names:
@@ -359,6 +367,7 @@ def run_lib(lib: Lib, cfg: Config, cache: Path, out: Path, tokenizer: Callable[[
                           workers=cfg.workers, files=list(lib.files) if lib.files else None,
                           repeats=cfg.repeats, progress=True, progress_every=60.0)
     except GenerateError as e:
+        _drop_bare_suite_yaml(suite)
         row.reason = f"generate: {str(e)[:400]}"
         row.minutes = round((time.monotonic() - t0) / 60, 1)
         return row
@@ -371,6 +380,8 @@ def run_lib(lib: Lib, cfg: Config, cache: Path, out: Path, tokenizer: Callable[[
         oracle = _episodes(loaded, chosen, "oracle", cfg, tokenizer)
         row.oracle, row.blind = _rate(oracle), _rate(_episodes(loaded, chosen, "blind", cfg, tokenizer))
         row.valid_but_oracle_failed = sorted({t.task_id for t in oracle if t.info.outcome != "pass"})
+    else:
+        _drop_bare_suite_yaml(suite)
     row.minutes = round((time.monotonic() - t0) / 60, 1)
     row.reason = None if row.valid >= TARGET else why_short(report)
     return row
