@@ -102,3 +102,25 @@ def test_a_library_whose_environment_cannot_be_built_is_not_run(tmp_path, monkey
     suite = yaml.safe_load((tmp_path / "out" / "demo-1" / "suite.yaml").read_text())
     assert suite["environment"]["packages"] == ["blinker"] and suite["environment"]["install"] is True
     assert not list((tmp_path / "envs").glob("[0-9a-f]*"))  # no half-built environment left as built
+
+
+@pytest.mark.slow
+def test_bench_repos_on_a_library_with_dependencies(tmp_path, capsys):
+    """itsdangerous: its tests import freezegun (requirements/tests.txt), so its environment is
+    built and the generator, validation and episodes run in it; freezegun swapping pytest's
+    clocks is not tampering (every emitted task valid, the oracle passes all)."""
+    code = main(["bench", "repos", "--json", "--libs", "itsdangerous", "--max-tasks", "1", "--repeats", "1",
+                 "--cache", _cache(), "--out", str(tmp_path / "suites")])
+    out = capsys.readouterr().out
+    if code != 0 and "cannot download" in out and not os.environ.get("CI"):
+        pytest.skip("no PyPI here")
+    assert code == 0
+    (row,) = json.loads(out)["rows"]
+    if ("cannot download" in (row["reason"] or "") or "resolving and downloading failed" in (row["reason"] or "")) \
+            and not os.environ.get("CI"):
+        pytest.skip(f"no PyPI here: {row['reason']}")
+    assert row["environment"] == {"requirements": ["requirements/tests.txt"]} and row["env"].startswith("fixrl-env:")
+    assert row["emitted"] == row["valid"] == 1 and row["invalid"] == 0
+    assert row["oracle"]["rate"] == 1.0 and row["valid_but_oracle_failed"] == []
+    suite = yaml.safe_load((tmp_path / "suites" / "itsdangerous-2.2.0" / "suite.yaml").read_text())
+    assert suite["environment"] == row["environment"]
