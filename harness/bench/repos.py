@@ -18,12 +18,17 @@ they need a package the library does not ship (said in `Lib.note`).
 
 What this does not guarantee: that the figures repeat on another machine (the minutes are wall
 time on whatever else runs there), nor that a library's newest release still has tests in its sdist.
-A library whose tests need packages beyond pytest (`Lib.needs`) is reported as such and not run
-until its environment can be built (`build_environment`, a no-op today).
+Every library runs in its environment (`build_environment`, timed: the "env s" column): the
+`environment:` its packaging files call for (`fixrl env detect`), plus the packages of `Lib.needs`
+that detection does not name (the row lists them: detection's gaps), written into the suite's
+`suite.yaml` (where the generator reads it) and built for the backend before the generator runs.
+The generator's runs, its validation and the episodes then all use that environment. A library
+whose environment cannot be built is not run; its row says why.
 """
 from __future__ import annotations
 
 import functools
+import re
 import shutil
 import subprocess
 import sys
@@ -35,18 +40,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from rich.table import Table
 
 from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
-from fixrl.harness.agent.local_rollouts import LocalRollouts
 from fixrl.harness.agent.policies.scripted import ScriptedPolicy
+from fixrl.harness.agent.rollouts import open_rollouts
 from fixrl.harness.bench.errors import BenchError
 from fixrl.harness.model.tiny import qwen25_tokenizer
 from fixrl.sandbox import SandboxConfig
+from fixrl.sandbox.environment import EnvBuildError, EnvSpec, env_dir
+from fixrl.sandbox.environment import build_environment as build_env_spec
+from fixrl.tasks.format.environment import detect_environment, spec_of
 from fixrl.tasks.generate.config import GenerateError
 from fixrl.tasks.generate.pipeline import generate
 from fixrl.tasks.generate.report import GenerateReport
+from fixrl.tasks.generate.staging import dump_yaml, write_atomic
 
 TARGET = 8
 """Valid tasks a library should yield (issue 32); below it the row says why."""
@@ -64,8 +74,8 @@ class Lib:
     files: tuple[str, ...] | None = None
     """`--files` for the generator (a large library: the modules its tests exercise most)."""
     needs: tuple[str, ...] = ()
-    """Packages its code or tests import beyond the standard library and pytest: it needs an
-    environment (`build_environment`)."""
+    """Packages its code or tests import beyond the standard library and pytest: its environment
+    has them (those its packaging files do not name are added to `environment.packages`)."""
     stands_in_for: str | None = None
     """The library of issue 32's list this one replaces (that one's sdist has no tests)."""
     note: str = ""
@@ -132,8 +142,6 @@ class Config:
     """Where sdists are downloaded and unpacked (default: ~/.cache/fixrl/sdists, shared with the tests)."""
     out: str | None = None
     """Where the suites are written, one folder per library (default: a `bench-repos` folder in the cache)."""
-    include_needing_env: bool = False
-    """Also run libraries whose tests need packages no environment provides yet (they fail at the baseline)."""
 
 
 @dataclass(frozen=True)
@@ -141,8 +149,10 @@ class EnvBuild:
     """What building a library's environment did."""
 
     seconds: float
-    built: bool
-    """An environment with `Lib.needs` exists for the runs (False: the runs have fixrl's own interpreter)."""
+    tag: str | None = None
+    """Its `fixrl-env:<hash>` (None: the library needs none)."""
+    cached: bool = False
+    """It was built before (the seconds are a cache lookup, not a build)."""
     note: str = ""
 
 
@@ -157,6 +167,11 @@ class Row:
     note: str = ""
     env_build_s: float = 0.0
     env: str = "none needed"
+    """The environment's tag and how it came about, or "none needed"."""
+    environment: dict[str, Any] | None = None
+    """The `environment:` mapping the library's suite runs in."""
+    env_added: list[str] = field(default_factory=list)
+    """`Lib.needs` its packaging files do not name (detection's gaps, added by the table)."""
     emitted: int = 0
     valid: int = 0
     flaky_dropped: int = 0
@@ -205,15 +220,99 @@ def fetch_sdist(lib: Lib, cache: Path) -> Path:
     return tops[0]
 
 
-def build_environment(lib: Lib, src: Path, backend: str) -> EnvBuild:
-    """The library's environment for every run of its tests (issue 32's `environment:`, built by
-    `fixrl env build`). No environment can be built yet: this is the hook the table calls, a
-    no-op that says whether the library needs one."""
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _canon(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _named(lines: list[str]) -> set[str]:
+    """The project names requirement lines name (comments and pip options skipped)."""
+    names = set()
+    for line in lines:
+        m = _NAME.match(line.split("#", 1)[0])
+        if m and not line.lstrip().startswith("-"):
+            names.add(_canon(m.group(1)))
+    return names
+
+
+def _declared(src: Path, env: dict[str, Any]) -> set[str]:
+    """What `env` installs by name: its packages, its requirement files' lines and, with
+    `install`, the sdist's `Requires-Dist` (PKG-INFO) without an extra or with one of its extras."""
+    lines = list(env.get("packages", []))
+    for req in env.get("requirements", []):
+        lines += (src / req).read_text(encoding="utf-8", errors="replace").splitlines()
+    pkg_info = src / "PKG-INFO"
+    if env.get("install") and pkg_info.is_file():
+        extras = {_canon(e) for e in env.get("extras", [])}
+        for line in pkg_info.read_text(encoding="utf-8", errors="replace").splitlines():
+            if not line.startswith("Requires-Dist:"):
+                continue
+            req = line.split(":", 1)[1]
+            extra = re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", req)
+            if extra is None or _canon(extra.group(1)) in extras:
+                lines.append(req)
+    return _named(lines)
+
+
+def library_environment(lib: Lib, src: Path) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+    """The `environment:` of `lib`'s suite: what its packaging files call for (`fixrl env
+    detect`) plus the `Lib.needs` they do not name (returned second); None when it needs none."""
+    env = detect_environment(src) or {}
+    added = tuple(n for n in lib.needs if _canon(n) not in _declared(src, env))
+    if added:
+        env["packages"] = list(env.get("packages", [])) + list(added)
+    return (env or None), added
+
+
+def build_environment(env: dict[str, Any] | None, src: Path, backend: str, suite: Path) -> EnvBuild:
+    """A library's environment (`library_environment`), written into `suite`'s suite.yaml (the
+    generator's runs use a suite's `environment:`) and built for `backend` unless cached.
+    EnvBuildError when it cannot be built."""
     t0 = time.monotonic()
-    if not lib.needs:
-        return EnvBuild(round(time.monotonic() - t0, 1), built=False, note="none needed")
-    return EnvBuild(round(time.monotonic() - t0, 1), built=False,
-                    note=f"needs {', '.join(lib.needs)}: no environment built (`environment:` not available)")
+    _set_suite_environment(suite, env)
+    if env is None:
+        return EnvBuild(round(time.monotonic() - t0, 1), note="none needed")
+    try:
+        spec = spec_of(env, src)
+    except ValueError as e:
+        raise EnvBuildError(f"the environment {env} is not valid: {e}") from None
+    cached = _is_built(spec, backend)
+    tag = build_env_spec(spec, backend)
+    return EnvBuild(round(time.monotonic() - t0, 1), tag, cached, note=f"{tag} ({'cached' if cached else 'built'})")
+
+
+def _is_built(spec: EnvSpec, backend: str) -> bool:
+    if backend == "docker":
+        from fixrl.sandbox.image import image_exists  # noqa: PLC0415 - the docker SDK only for the Docker backend
+
+        return image_exists(spec.tag())
+    return (env_dir(spec.tag()) / "bin" / "python").exists()
+
+
+def _set_suite_environment(suite: Path, env: dict[str, Any] | None) -> None:
+    """`suite`'s suite.yaml with `environment:` set to `env` (removed for None); other keys kept.
+    No suite.yaml is made for a library that needs no environment."""
+    file = suite / "suite.yaml"
+    config = yaml.safe_load(file.read_text(encoding="utf-8")) if file.is_file() else None
+    config = config if isinstance(config, dict) else {}
+    if config.get("environment") == env or (env is None and "environment" not in config):
+        return
+    if env is None:
+        config.pop("environment")
+    else:
+        config["environment"] = env
+    suite.mkdir(parents=True, exist_ok=True)
+    write_atomic(file, dump_yaml(config))
+
+
+def _drop_bare_suite_yaml(suite: Path) -> None:
+    """After a run with no valid task: the suite.yaml this table wrote (only `environment:`)
+    goes, as the generator leaves no suite.yaml then; one with more in it stays."""
+    file = suite / "suite.yaml"
+    if file.is_file() and set((yaml.safe_load(file.read_text(encoding="utf-8")) or {}).keys()) <= {"environment"}:
+        file.unlink()
 
 
 def chosen_libs(names: list[str] | None) -> list[Lib]:
@@ -252,18 +351,23 @@ def run_lib(lib: Lib, cfg: Config, cache: Path, out: Path, tokenizer: Callable[[
     except BenchError as e:
         row.reason = str(e)
         return row
-    env = build_environment(lib, src, cfg.backend)
-    row.env_build_s, row.env = env.seconds, env.note
-    if lib.needs and not env.built and not cfg.include_needing_env:
-        row.reason = f"not run: {env.note}"
-        return row
     suite = out / f"{lib.name}-{lib.version}"
     row.suite = str(suite)
+    environment, added = library_environment(lib, src)
+    row.environment, row.env_added = environment, list(added)
+    try:
+        env = build_environment(environment, src, cfg.backend, suite)
+    except EnvBuildError as e:
+        row.reason = f"environment: {str(e)[:400]}"
+        row.minutes = round((time.monotonic() - t0) / 60, 1)
+        return row
+    row.env_build_s, row.env = env.seconds, env.note
     try:
         report = generate(src, lib.test_cmd, suite, max_tasks=cfg.max_tasks, seed=cfg.seed, backend=cfg.backend,
                           workers=cfg.workers, files=list(lib.files) if lib.files else None,
                           repeats=cfg.repeats, progress=True, progress_every=60.0)
     except GenerateError as e:
+        _drop_bare_suite_yaml(suite)
         row.reason = f"generate: {str(e)[:400]}"
         row.minutes = round((time.monotonic() - t0) / 60, 1)
         return row
@@ -276,6 +380,8 @@ def run_lib(lib: Lib, cfg: Config, cache: Path, out: Path, tokenizer: Callable[[
         oracle = _episodes(loaded, chosen, "oracle", cfg, tokenizer)
         row.oracle, row.blind = _rate(oracle), _rate(_episodes(loaded, chosen, "blind", cfg, tokenizer))
         row.valid_but_oracle_failed = sorted({t.task_id for t in oracle if t.info.outcome != "pass"})
+    else:
+        _drop_bare_suite_yaml(suite)
     row.minutes = round((time.monotonic() - t0) / 60, 1)
     row.reason = None if row.valid >= TARGET else why_short(report)
     return row
@@ -289,7 +395,7 @@ def _tokenizer() -> Any:
 
 def _episodes(suite, chosen, kind: str, cfg: Config, tokenizer: Callable[[], Any]) -> list:
     policy = ScriptedPolicy(kind, tokenizer=tokenizer(), seed=cfg.seed)
-    with LocalRollouts(suite, EnvConfig(), SandboxConfig(backend=cfg.backend, pool_size=cfg.pool_size)) as r:
+    with open_rollouts(suite, EnvConfig(), SandboxConfig(backend=cfg.backend, pool_size=cfg.pool_size)) as r:
         return r.run(policy, chosen, cfg.episodes, cfg.seed)
 
 

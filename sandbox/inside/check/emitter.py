@@ -3,15 +3,17 @@ compares against at every test event."""
 from __future__ import annotations
 
 import builtins
+import datetime
 import linecache
 import math  # noqa: F401 - watched by the snapshot: imported before any repository code
 import operator
 import sys
+import time
 
 import pluggy  # noqa: F401 - watched by the snapshot
 
-from .base import _abspath, _mro, _own, _type_dict
-from .core import _attribute, _enter, _is_test_code, _leave, _send, _short, _tamper
+from .base import _abspath, _c_type, _function_code, _mro, _own, _type_dict
+from .core import _attribute, _code_cats, _enter, _is_test_code, _leave, _send, _short, _tamper
 from .values import _builtins_replaced
 from .wrappers import _seal
 
@@ -69,7 +71,7 @@ def _request(st, op, event):
         return None
     if op == "check":
         pytest_only = event.get("pytest_only", False)
-        bad = _diff(st.snapshot, pytest_only) if st.snapshot else ["no snapshot was taken"]
+        bad = _diff(st.snapshot, pytest_only, st) if st.snapshot else ["no snapshot was taken"]
         if pytest_only:
             bad += _builtins_replaced(st)
         if bad:
@@ -153,7 +155,41 @@ def _fast(groups, pytest_only):
     return nss, keys, vals, proxies, [len(g[5]) for g in chosen if g[5] is not None]
 
 
-def _diff(snap, pytest_only):
+_CLOCK_OBJECTS = (time.time, time.time_ns, time.perf_counter, time.perf_counter_ns, time.monotonic,
+                  time.monotonic_ns, time.process_time, time.localtime, time.gmtime, time.strftime,
+                  datetime.datetime, datetime.date)
+_CLOCKS = frozenset(map(id, _CLOCK_OBJECTS))
+"""The standard clocks, taken before any repository code runs (the tuple keeps the ids valid).
+pytest holds its own references to them (`_pytest.timing`, `_pytest.logging.datetime`) for
+durations and log timestamps; a time-faking test library (freezegun) swaps every module's
+reference while a test runs, pytest's included."""
+
+
+def _trusted_clock(st, val):
+    """Whether `val`, found where a standard clock was, is made of trusted code only (no
+    changed code): a function, or a class whose own and whose metaclass's functions all are
+    (freezegun's `fake_time`, `FakeDatetime`). A faked clock changes reported durations and
+    timestamps, never an outcome; a stand-in of changed code would run inside pytest's runner,
+    so that stays tampering. Read by type only, like the rest of the guard."""
+    code = _function_code(val)
+    if code is not None:
+        return _code_cats(st, code) is None
+    if not any(k is type for k in _mro(type(val))):  # `is`: a metaclass's __eq__ would be changed code run here
+        return False
+    classes = (*_mro(val), *_mro(type(val)))
+    for klass in classes:
+        if _c_type(klass):
+            continue
+        for member in list(_type_dict(klass).values()):
+            code = _function_code(member)
+            if code is None and not _c_type(type(member)) and not any(type(member) is k for k in classes):
+                return False  # an object of another Python class (`FakeDatetime.min` is one of its own): not trusted
+            if code is not None and _code_cats(st, code) is not None:
+                return False
+    return True
+
+
+def _diff(snap, pytest_only, st=None):
     # pytest_only: the per-test check looks at pytest's, pluggy's and this runner's code only,
     # because tests legitimately monkeypatch builtins (input, open) in fixtures of any scope
     # (the builtins are looked at for changed code's functions separately).
@@ -170,7 +206,8 @@ def _diff(snap, pytest_only):
             continue
         now = tuple(map(ns.get, keys))
         if not all(map(operator.is_, now, vals)):
-            bad += [label + "." + k for k, a, b in zip(keys, now, vals) if a is not b]
+            bad += [label + "." + k for k, a, b in zip(keys, now, vals) if a is not b
+                    and not (st is not None and id(b) in _CLOCKS and _trusted_clock(st, a))]
         if keyset is not None and len(ns) != len(keyset):
             bad += [label + "." + k + " (added)" for k in ns.keys() - keyset
                     if _is_code(ns[k]) or _is_descriptor(ns[k])]

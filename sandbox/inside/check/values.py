@@ -58,19 +58,22 @@ def _guard_node(st, node):
 
 
 def _checked(st, operands, op, result):
-    """`(lambda @0, @1: (AUDIT.__call__("fixrl.compare", op, (@0, @1), @b := []), @b[0] and
-    RESULT)[1])(operands...)`: the values are judged before the result is computed."""
+    """`(lambda @0, @1, @b: (AUDIT.__call__("fixrl.compare", op, (@0, @1), @b), @b[0] and
+    RESULT)[1])(operands..., [])`: the values are judged before the result is computed. The
+    verdict's list is an argument, not `@b := []`: CPython refuses an assignment expression
+    anywhere inside a comprehension's iterable, a lambda's body included (marshmallow's tests
+    compare there)."""
     a = st.ast
     names = [f"@fixrl{i}" for i in range(len(operands))]
     load = [a.Name(n, a.Load()) for n in names]
     audit = a.Call(a.Attribute(a.Constant(_AUDIT_SENTINEL), "__call__", a.Load()),
                    [a.Constant("fixrl.compare"), a.Constant(op), a.Tuple(load, a.Load()),
-                    a.NamedExpr(a.Name("@fixrl_b", a.Store()), a.List([], a.Load()))], [])
+                    a.Name("@fixrl_b", a.Load())], [])
     approved = a.Subscript(a.Name("@fixrl_b", a.Load()), a.Constant(0), a.Load())
     body = a.Subscript(a.Tuple([audit, a.BoolOp(a.And(), [approved, result(*[a.Name(n, a.Load()) for n in names])])],
                                a.Load()), a.Constant(1), a.Load())
-    params = a.arguments([], [a.arg(n) for n in names], None, [], [], None, [])
-    return a.Call(a.Lambda(params, body), operands, [])
+    params = a.arguments([], [a.arg(n) for n in [*names, "@fixrl_b"]], None, [], [], None, [])
+    return a.Call(a.Lambda(params, body), [*operands, a.List([], a.Load())], [])
 
 
 def _located(st, new, like):
