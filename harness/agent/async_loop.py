@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 from fixrl.envs.types import EpisodeInfo, Malformed
 from fixrl.harness.agent.envside import EnvSide
-from fixrl.harness.agent.loop import _Episode, _Loop, episode_seed
+from fixrl.harness.agent.loop import _Episode, _finish, _Loop, episode_seed
 from fixrl.harness.agent.policies import GenRequest, Policy
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxError
@@ -46,15 +46,7 @@ def run_episodes_async(policy: Policy, tasks: Sequence[Task], n: int, *, env: En
     gen_threads = ThreadPoolExecutor(max_workers=max(1, env.capacity), thread_name_prefix="fixrl-turn")
 
     def done(ep: _Episode, reward: float, info: EpisodeInfo) -> None:
-        if ep.traj is None:
-            ep.traj = Trajectory(task_id=ep.task.id, group=ep.group)
-        info.record_sample(ep.task.id, ep.sample, ep.seed, ep.cut_turns)
-        ep.traj.info, ep.traj.reward = info, float(reward)
-        ep.phase = "done"
-        results[ep.index] = ep.traj
-        active.remove(ep)
-        if progress is not None:
-            progress(ep.traj)
+        _finish(ep, reward, info, active, results, progress)
 
     def fail(ep: _Episode, e: BaseException, when: str) -> None:
         done(ep, 0.0, env.abort(ep.index, f"sandbox failed during {when}: {e}"))

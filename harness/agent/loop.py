@@ -240,6 +240,22 @@ def _collect_tool_turns(loop: _Loop, env: EnvSide, active: list[_Episode],
             loop.record_observation(ep, result.observation, ep.last_malformed)
 
 
+
+def _finish(ep: _Episode, reward: float, info: EpisodeInfo, active: list[_Episode],
+            results: dict[int, Trajectory], progress: Callable[[Trajectory], None] | None) -> None:
+    """An episode's end, in the lockstep and the asynchronous loop alike: its verdict and sample
+    recorded on its trajectory, out of `active`, into `results`, reported to `progress`."""
+    if ep.traj is None:
+        ep.traj = Trajectory(task_id=ep.task.id, group=ep.group)
+    info.record_sample(ep.task.id, ep.sample, ep.seed, ep.cut_turns)
+    ep.traj.info, ep.traj.reward = info, float(reward)
+    ep.phase = "done"
+    results[ep.index] = ep.traj
+    active.remove(ep)
+    if progress is not None:
+        progress(ep.traj)
+
+
 def run_episodes(policy: Policy, tasks: Sequence[Task], n: int, *, env: EnvSide, seed: int = 0,
                  max_total_tokens: int | None = None,
                  progress: Callable[[Trajectory], None] | None = None) -> list[Trajectory]:
@@ -273,15 +289,7 @@ def run_episodes(policy: Policy, tasks: Sequence[Task], n: int, *, env: EnvSide,
     loop = _Loop(policy, max_total_tokens)
 
     def done(ep: _Episode, reward: float, info: EpisodeInfo) -> None:
-        if ep.traj is None:
-            ep.traj = Trajectory(task_id=ep.task.id, group=ep.group)
-        info.record_sample(ep.task.id, ep.sample, ep.seed, ep.cut_turns)
-        ep.traj.info, ep.traj.reward = info, float(reward)
-        ep.phase = "done"
-        results[ep.index] = ep.traj
-        active.remove(ep)
-        if progress is not None:
-            progress(ep.traj)
+        _finish(ep, reward, info, active, results, progress)
 
     def fail(ep: _Episode, e: BaseException, when: str) -> None:
         done(ep, 0.0, env.abort(ep.index, f"sandbox failed during {when}: {e}"))
