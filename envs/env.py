@@ -353,9 +353,10 @@ class ToolEnv:
         by the task's edit rules (tasks.check.rules), against the file's original. None when it
         complies; else the refusal to show the agent, the refusal counted against the edit budget
         (whatever `count_failed_edits` says). Tools call it before writing anything. Test files
-        pass: they never reach the check (tasks.check.carry drops them), and editing them is what
-        `reward='public'` studies."""
-        if is_test_path(path):
+        and test configuration are refused like any other rule (`files`): the check never carries
+        them, so the policy learns that at the edit, not from a `test` run the check would not
+        reproduce; only `reward='public'` (which studies exactly those edits) accepts them."""
+        if is_test_path(path) and self.config.reward == "public":
             return None
         if after is not None:
             after = self._in_original_names(path, after)
@@ -368,6 +369,10 @@ class ToolEnv:
         more = f"\n(and {len(violations) - 5} more)" if len(violations) > 5 else ""
         budget = "" if self.edits_left is None else f" {self.edits_left} edit(s) left."
         # The wording agents have always been shown (trained models read it): kept, old name and all.
+        if is_test_path(path):
+            return (f"Edit refused by the task's change policy: {path} is unchanged.\n{lines}{more}\n"
+                    f"Leave the tests and their configuration as they are and fix the code they test; "
+                    f"the refused edit counts against your edit budget.{budget}")
         return (f"Edit refused by the task's change policy: {path} is unchanged.\n{lines}{more}\n"
                 f"Fix the bug with ordinary code (the modules the file already imports, plain "
                 f"attribute names); the refused edit counts against your edit budget.{budget}")

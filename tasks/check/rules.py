@@ -155,7 +155,8 @@ def path_allowed(path: str, rules: EditRules) -> bool:
 
 def _file_findings(path: str, original: str | None, rules: EditRules) -> list[Violation]:
     if not path_allowed(path, rules):
-        why = "a test or test-configuration file" if is_test_path(path) else \
+        why = ("a test or test-configuration file: the hidden check runs its own tests and pytest "
+               "configuration, so a change to it is never judged") if is_test_path(path) else \
             f"not among the files this task lets you change ({', '.join(rules.files)})"
         return [Violation("files", path, 0, f"{path} is {why}; change the task's source files only")]
     if original is None and (why := new_file_problem(path)):

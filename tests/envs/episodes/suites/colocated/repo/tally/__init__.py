@@ -1,0 +1,1 @@
+"""Small counting helpers; their tests live inside the package."""

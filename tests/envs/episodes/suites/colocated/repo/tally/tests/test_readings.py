@@ -1,0 +1,5 @@
+from tally.span import span
+
+
+def test_readings(readings):
+    assert span(readings) == 8
