@@ -172,9 +172,11 @@ class ForkingSandbox:
         self._stop()
         sb = self.sb
         # The sandbox's cgroup, bubblewrap, rlimits and uid, as its commands get them.
-        # Not -I: it implies -E, which would ignore the pinned PYTHONHASHSEED of `sb._env()` (the
-        # whole environment, ours), so every fork would draw its own seed; -s -P are the rest of -I.
-        argv = sb.boxed_argv(["python", "-s", "-P", shipping.in_sandbox("zygote.py"), self._prelude_file(prelude)],
+        # No interpreter flags: a fork's sys.flags are the zygote's, and they must be those of the
+        # one-shot runs `test` makes (`python LAUNCHER`), or code could tell the check from `test`.
+        # The sandbox's environment has PYTHONNOUSERSITE; the zygote drops its own directory
+        # from sys.path itself (what -P would have done).
+        argv = sb.boxed_argv(["python", shipping.in_sandbox("zygote.py"), self._prelude_file(prelude)],
                              ZYGOTE_CPU_SECONDS, "bwrap", self.group)
         with open(self._log_path(), "ab") as log:
             try:

@@ -1,4 +1,4 @@
-"""The forking sandbox's interpreter (the "zygote"): `python -I ZYGOTE_PY PRELUDE_PY`.
+"""The forking sandbox's interpreter (the "zygote"): `python ZYGOTE_PY PRELUDE_PY`.
 
 Started by `sandbox.forking.ForkingSandbox` under the sandbox's bubblewrap, cgroup, uid and
 rlimits. It runs the caller's prelude file once (as module `fixrl_prelude`, with its package
@@ -10,7 +10,11 @@ environment, its output in a file and a CPU limit, and exits with the function's
 value. sandbox.forking's docstring says what it guarantees between requests and what not.
 
 The serving loop keeps its state (descriptors, the current request) in function frames, not in
-module globals a child could read. Standard library only.
+module globals a child could read. A child must look like a one-shot run of the same function
+(the check vs the `test` tool): no interpreter flags (its own directory leaves sys.path here,
+not by -P), the prelude module is not in its sys.modules, and its output file has no name
+while it runs (an unnamed O_TMPFILE file in /tmp, linked to the request's path only after the
+child and everything it started are gone). Standard library only.
 """
 import ctypes
 import gc
@@ -67,13 +71,13 @@ def _clear_ipc():
 def _child(prelude, req, fds):
     """In the fork: output to the request's file, the request's limits, environment and
     directory, then the prelude's function."""
-    null = fds[2]
-    fd = os.open(req["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    null, fd = fds[2], fds[3]
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.dup2(null, 0)
-    for f in (fd, *fds):
+    for f in fds:
         os.close(f)
+    sys.modules.pop("fixrl_prelude", None)  # a one-shot run has no such module
     os.setsid()
     resource.setrlimit(resource.RLIMIT_CPU, (req["cpu"], req["cpu"]))
     os.environ.clear()
@@ -82,14 +86,35 @@ def _child(prelude, req, fds):
     return vars(prelude)[req["entry"]](**req["kwargs"])
 
 
+def _open_output(path):
+    """The child's output file, unnamed while the child runs (no `.fixrl-out-*` in /tmp for
+    code under test to see): (descriptor, named). A filesystem without O_TMPFILE gets the
+    named file at once."""
+    try:
+        return os.open(os.path.dirname(path), os.O_TMPFILE | os.O_WRONLY, 0o600), False
+    except (AttributeError, OSError):
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), True
+
+
+def _name_output(fd, path):
+    """Give the unnamed output file its request's path (the host reads it from there); a file
+    code under test planted at that path goes first."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    os.link("/proc/self/fd/%d" % fd, path, follow_symlinks=True)  # linkat(AT_SYMLINK_FOLLOW)
+
+
 def _one(prelude, req, fds):
     """One request: fork, wait (up to its timeout), sweep the namespace; the reply."""
     start = time.monotonic()
+    out, named = _open_output(req["out"])
     pid = os.fork()
     if pid == 0:
         code = 70
         try:
-            code = int(_child(prelude, req, fds))
+            code = int(_child(prelude, req, (*fds, out)))
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 1
         except BaseException:
@@ -110,6 +135,13 @@ def _one(prelude, req, fds):
             pause = min(pause * 2, 0.01)
     swept = _sweep(0 if status is not None else pid)
     _clear_ipc()
+    try:
+        if not named:
+            _name_output(out, req["out"])
+    except OSError:
+        traceback.print_exc()  # no output file: the host reads that as no output
+    finally:
+        os.close(out)
     status = status if status is not None else swept
     if timed_out or status is None or status < 0:
         code = -1
@@ -156,6 +188,8 @@ def _load(path):
 
 def main(prelude_path):
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: same-uid processes cannot ptrace us
+    here = os.path.realpath(os.path.dirname(os.path.abspath(__file__)))
+    sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != here]  # what -P would do
     os.chdir("/")
     fds = (os.dup(0), os.dup(1), os.open("/dev/null", os.O_RDWR))  # requests, replies, /dev/null
     os.dup2(fds[2], 0)
