@@ -20,7 +20,6 @@ import ctypes
 import gc
 import json
 import os
-import resource
 import signal
 import sys
 import time
@@ -79,7 +78,12 @@ def _child(prelude, req, fds):
         os.close(f)
     sys.modules.pop("fixrl_prelude", None)  # a one-shot run has no such module
     os.setsid()
+    had = "resource" in sys.modules
+    import resource  # noqa: PLC0415 - here, and gone again: a one-shot run has not imported it
+
     resource.setrlimit(resource.RLIMIT_CPU, (req["cpu"], req["cpu"]))
+    if not had:
+        del sys.modules["resource"]
     os.environ.clear()
     os.environ.update(req["env"])
     os.chdir(req["cwd"])

@@ -107,7 +107,7 @@ FINGERPRINT = HEADER + textwrap.dedent('''\
         _f.write(_norm(sorted(_os.environ.items())) + "\\n")
         _f.write(_norm(_sys.argv) + "\\n" + _norm(_os.getcwd()) + "\\n" + _norm(_sys.flags) + "\\n")
         _f.write(_norm(sorted(_os.listdir("/tmp"))) + "\\n" + _norm(_sys.path) + "\\n")
-        _f.write(_norm(sorted(n for n in _sys.modules if "fixrl" in n or "pytest" in n)) + "\\n")
+        _f.write(_norm(sorted(n for n in _sys.modules if not n.startswith("test_"))) + "\\n")  # not the tests
     ''')
 
 
@@ -138,10 +138,11 @@ def test_nothing_inside_tells_test_from_the_check(mini_suite, backend, request, 
         tasks.run_check(task, check_sb, guard=guard_spec(task, changes))
         seen_by_check = check_sb.read_file("fingerprint.txt")
     test_lines, check_lines = seen_by_test.splitlines(), seen_by_check.splitlines()
-    if backend == "forking":
-        # Known gaps (docs/edit-rules.md): the zygote starts with -I, has imported more before
-        # the fork, and writes a forked run's output to a file under /tmp.
-        assert test_lines[3].startswith("sys.flags(") and check_lines[3].startswith("sys.flags(")
-        del test_lines[3], check_lines[3], test_lines[-1], check_lines[-1]
-        check_lines[3] = check_lines[3].replace(", '.fixrl-out-H'", "")
+    assert test_lines[3].startswith("sys.flags(")  # the fingerprint is what it says
+    # No exception for the forking check: its flags, the modules imported before the fork and
+    # /tmp are those of a one-shot run (sandbox.inside.zygote).
+    for name, t, c in zip(("environment", "argv", "cwd", "sys.flags", "/tmp", "sys.path", "sys.modules"),
+                          test_lines, check_lines):
+        assert t == c, f"{name} differs: test-only {sorted(set(eval(t)) - set(eval(c))) if name == 'sys.modules' else t}" \
+                       f" / check-only {sorted(set(eval(c)) - set(eval(t))) if name == 'sys.modules' else c}"
     assert test_lines == check_lines
