@@ -13,7 +13,7 @@ The serving loop keeps its state (descriptors, the current request) in function 
 module globals a child could read. A child must look like a one-shot run of the same function
 (the check vs the `test` tool): no interpreter flags (its own directory leaves sys.path here,
 not by -P), the prelude module is not in its sys.modules, and its output file has no name
-while it runs (an unnamed O_TMPFILE file in /tmp, linked to the request's path only after the
+while it runs (an unnamed O_TMPFILE file in /tmp, copied to the request's path only after the
 child and everything it started are gone). Standard library only.
 """
 import ctypes
@@ -95,19 +95,29 @@ def _open_output(path):
     code under test to see): (descriptor, named). A filesystem without O_TMPFILE gets the
     named file at once."""
     try:
-        return os.open(os.path.dirname(path), os.O_TMPFILE | os.O_WRONLY, 0o600), False
+        return os.open(os.path.dirname(path), os.O_TMPFILE | os.O_RDWR, 0o600), False
     except (AttributeError, OSError):
         return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), True
 
 
 def _name_output(fd, path):
-    """Give the unnamed output file its request's path (the host reads it from there); a file
-    code under test planted at that path goes first."""
+    """Copy the unnamed output file to its request's path (the host reads it from there); a
+    file code under test planted at that path goes first. A copy, not linkat through
+    /proc/self/fd: that is refused across bubblewrap's bind mount of /tmp (EXDEV)."""
     try:
         os.unlink(path)
     except OSError:
         pass
-    os.link("/proc/self/fd/%d" % fd, path, follow_symlinks=True)  # linkat(AT_SYMLINK_FOLLOW)
+    dest = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        size, done = os.fstat(fd).st_size, 0
+        while done < size:
+            step = os.copy_file_range(fd, dest, size - done, done, done)
+            if step <= 0:
+                break
+            done += step
+    finally:
+        os.close(dest)
 
 
 def _one(prelude, req, fds):
