@@ -108,6 +108,7 @@ FINGERPRINT = HEADER + textwrap.dedent('''\
         _f.write(_norm(_sys.argv) + "\\n" + _norm(_os.getcwd()) + "\\n" + _norm(_sys.flags) + "\\n")
         _f.write(_norm(sorted(_os.listdir("/tmp"))) + "\\n" + _norm(_sys.path) + "\\n")
         _f.write(_norm(sorted(n for n in _sys.modules if not n.startswith("test_"))) + "\\n")  # not the tests
+        _f.write(_norm(_sys.orig_argv) + "\\n" + _norm(sorted(vars(_sys.modules["__main__"]))) + "\\n")
     ''')
 
 
@@ -141,7 +142,8 @@ def test_nothing_inside_tells_test_from_the_check(mini_suite, backend, request, 
     assert test_lines[3].startswith("sys.flags(")  # the fingerprint is what it says
     # No exception for the forking check: its flags, the modules imported before the fork and
     # /tmp are those of a one-shot run (sandbox.inside.zygote).
-    for name, t, c in zip(("environment", "argv", "cwd", "sys.flags", "/tmp", "sys.path", "sys.modules"),
+    for name, t, c in zip(("environment", "argv", "cwd", "sys.flags", "/tmp", "sys.path",
+                                          "sys.modules", "sys.orig_argv", "__main__"),
                           test_lines, check_lines):
         assert t == c, f"{name} differs: test-only {sorted(set(eval(t)) - set(eval(c))) if name == 'sys.modules' else t}" \
                        f" / check-only {sorted(set(eval(c)) - set(eval(t))) if name == 'sys.modules' else c}"

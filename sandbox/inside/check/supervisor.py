@@ -11,6 +11,7 @@ import shutil
 import sys
 import time
 import traceback
+import types
 
 import pytest
 
@@ -178,8 +179,11 @@ def _run_pytest(args, pythonpath, plugin):
     _clean_env()
     sys.path[0:0] = [os.getcwd(), *(_abspath(p, os.getcwd()) for p in pythonpath)]
     # The same argv whatever started the runner (a launcher's config, a zygote's prelude): no
-    # check file's name, no marker of which run this is.
+    # check file's name, no marker of which run this is; the same for the interpreter's own
+    # argv and its __main__ (the launcher's module, or the zygote's).
     sys.argv[:] = [pytest.__file__]
+    sys.orig_argv[:] = [sys.orig_argv[0], pytest.__file__]
+    sys.modules["__main__"] = types.ModuleType("__main__")
     code = pytest.main(list(args), plugins=[plugin])
     sys.stdout.flush()
     sys.stderr.flush()
