@@ -71,7 +71,8 @@ def _rules(st):
     rules = {name: category("process") for name in _PROCESS_EVENTS}
     rules.update({"ctypes." + name: category("ctypes") for name in _CTYPES_EVENTS})
     rules.update({name: category("heap") for name in ("gc.get_objects", "gc.get_referrers", "gc.get_referents")})
-    rules.update({name: category("frames") for name in ("sys._current_frames", "sys._current_exceptions")})
+    rules.update({name: category("frames") for name in ("sys._current_frames", "sys._current_exceptions",
+                                                                "sys._getframemodulename")})  # 3.12+
     frames = category("frames")
     rules["sys._getframe"] = lambda args, frame: None if _frame_consumed(st, frame, args) else frames(args, frame)
     rules.update({"sys.settrace": category("trace"), "sys.setprofile": category("trace")})
