@@ -254,6 +254,9 @@ def _file_rule(st, path, op, frame):
     if _process_memory(a):
         who = _attribute(st, frame, "ctypes")
         return f"{who} opened a process's memory ({a})" if who else None
+    if _process_identity(a):
+        who = _attribute(st, frame, "process")
+        return f"{who} read how a process was started ({a})" if who else None
     inside = a.startswith(st.root + "/")
     name = a.rsplit("/", 1)[-1]
     if op != "read" and (a in st.hidden or inside and (
@@ -385,6 +388,15 @@ def _foreign_callbacks(st):
         if type(callback) is not _FUNCTION or _code_cats(st, callback.__code__) is not None:
             return True
     return False
+
+
+def _process_identity(path):
+    """/proc/<self|pid|thread-self>/[task/<tid>/]cmdline or maps: what tells a forking check's
+    interpreter from a one-shot run (the zygote's command line and loaded extensions), and
+    the one-shot runner's configuration; no fix reads them."""
+    parts = path.split("/")
+    return len(parts) >= 4 and parts[1] == "proc" and parts[-1] in ("cmdline", "maps", "smaps", "numa_maps") and (
+        parts[2] in ("self", "thread-self") or parts[2].isdigit())
 
 
 def _process_memory(path):
