@@ -59,7 +59,8 @@ verdict is fail:
   to processes (subprocess, os.system/exec*/spawn*/posix_spawn/fork/forkpty, pty, os.kill),
   sys.settrace/setprofile, installing a signal handler, importing unittest.mock, FIFOs and
   device nodes (os.mkfifo/mknod) and pidfds (os.pidfd_open, signal.pidfd_send_signal), which
-  the guard wraps because they raise no audit event, opening /proc/<pid>/mem;
+  the guard wraps because they raise no audit event, opening /proc/<pid>/mem, and
+  /proc/<pid>/cmdline or maps (how a process was started: what tells the check from `test`);
 - reading the code object of a test function or a test's frame (`f_code`), or opening any test file (the hidden check's,
   the repository's, conftest.py, their caches) -- never allowed; writing Python sources in
   the repository.
