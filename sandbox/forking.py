@@ -8,8 +8,9 @@ file beside the sandbox's read-only copy of the inside package, so its frames ca
 name, never `<string>`; e.g. importing pytest), then the
 prelude's `_before_fork()` if it defines one (a warm-up: its errors are logged), and then, per
 request, forks a child that runs one function of that prelude in WORKDIR, with the request's
-environment, its output in a file under /tmp (unnamed until the call is over) and a CPU limit, and exits with the function's
-return value. The child starts from the zygote's memory, which never held repository code:
+environment, its output in a file under /tmp (unnamed until the call is over) and a CPU
+limit, and exits with the function's return value. The child starts from the zygote's
+memory, which never held repository code:
 the zygote's sys.path has neither WORKDIR nor its own directory, and it never changes into
 WORKDIR. The serving loop keeps each request in a function's frame, not in module globals a
 child could read (requests carry no secret anyway: the check runner's verdict rests on
