@@ -182,7 +182,8 @@ def _run_pytest(args, pythonpath, plugin):
     # check file's name, no marker of which run this is; the same for the interpreter's own
     # argv and its __main__ (the launcher's module, or the zygote's).
     sys.argv[:] = [pytest.__file__]
-    sys.orig_argv[:] = [sys.orig_argv[0], pytest.__file__]
+    if getattr(sys, "orig_argv", None):  # Python 3.10+ (an environment's may be older)
+        sys.orig_argv[:] = [sys.orig_argv[0], pytest.__file__]
     sys.modules["__main__"] = types.ModuleType("__main__")
     code = pytest.main(list(args), plugins=[plugin])
     sys.stdout.flush()
