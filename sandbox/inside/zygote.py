@@ -112,7 +112,11 @@ def _name_output(fd, path):
     try:
         size, done = os.fstat(fd).st_size, 0
         while done < size:
-            step = os.copy_file_range(fd, dest, size - done, done, done)
+            try:
+                step = os.copy_file_range(fd, dest, size - done, done, done)
+            except OSError:  # a filesystem without it: plain reads and writes
+                chunk = os.pread(fd, min(size - done, 1 << 20), done)
+                step = os.pwrite(dest, chunk, done) if chunk else 0
             if step <= 0:
                 break
             done += step
