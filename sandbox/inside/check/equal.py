@@ -31,7 +31,7 @@ import pathlib
 import types
 import uuid
 
-from .base import _FUNCTION, _TYPE_DICT_MODULE, _abspath, _c_type, _function_code, _mro, _type_dict
+from .base import _FUNCTION, _TYPE_DICT_MODULE, _TYPE_QUALNAME, _abspath, _c_type, _function_code, _mro, _type_dict
 from .core import _code_cats, _is_test_code
 
 _PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None), range, type(Ellipsis),
@@ -83,20 +83,29 @@ class _Opaque:
 
 class _ByOriginal:
     """An instance of the repository's (or the tests') own class, compared with the class's
-    original `__eq__`/`__ne__` (the one the snapshot kept, `_original_method`)."""
+    original `__eq__`/`__ne__` (the one the snapshot kept, `_original_method`); a method
+    inherited from a library's class (`foreign`) answers only for an object of the same class
+    (a pydantic model against a model, never `unittest.mock.ANY`'s `__eq__` against anything)."""
 
-    __slots__ = ("held", "eq", "ne")
+    __slots__ = ("held", "eq", "ne", "foreign")
 
-    def __init__(self, held, eq, ne):
-        self.held, self.eq, self.ne = held, eq, ne
+    def __init__(self, held, eq, ne, foreign):
+        self.held, self.eq, self.ne, self.foreign = held, eq, ne, foreign
 
     def __eq__(self, other):
-        if self.eq is None:
+        other = other.held if type(other) is _ByOriginal else other
+        if self.eq is None and other is self.held:
+            return True
+        if self.eq is None or self.foreign and type(other) is not type(self.held):
             return NotImplemented
-        return self.eq(self.held, other.held if type(other) is _ByOriginal else other)
+        return self.eq(self.held, other)
 
     def __ne__(self, other):
         other = other.held if type(other) is _ByOriginal else other
+        if self.eq is None and self.ne is None and other is self.held:
+            return False
+        if self.foreign and type(other) is not type(self.held):
+            return NotImplemented
         if self.ne is not None:
             return self.ne(self.held, other)
         if self.eq is None:
@@ -160,7 +169,8 @@ def _plain_of(st, value, expected, budget, memo, keep):
         return value
     original = _original_method(st, tp, mro)
     if original is not None:
-        return _ByOriginal(value, *original) if original != (None, None) else value
+        # No original method (None, None): identity, even when the class now has one of its own.
+        return _ByOriginal(value, *original)
     if _c_eq(owner):
         return value  # an IntEnum, an Enum member, a plain object: the C type's own comparison
     return value if expected or keep else _Opaque(value)
@@ -218,8 +228,9 @@ def _rebuilt_special(st, value, tp, expected, budget, memo):
 
 
 def _original_method(st, tp, mro):
-    """(eq, ne) of the repository's or the hidden tests' class `tp` as its original defined
-    them (None: inherited from a C type), or None when `tp` is no such class. The snapshot
+    """(eq, ne, foreign) of the repository's or the hidden tests' class `tp` as its original
+    defined them (None: inherited from a C type; foreign: inherited from a library's class, which
+    then compares only with an object of the very same class), or None when `tp` is no such class. The snapshot
     (`st.originals`, taken from the original sources before any changed code ran) decides for
     classes of changed files; a class the agent added has no original and compares by identity;
     elsewhere a method whose code is the agent's is never the original (skipped in the MRO)."""
@@ -229,44 +240,49 @@ def _original_method(st, tp, mro):
     cached = st.original_methods.get(tp, st)
     if cached is not st:
         return cached
-    found = []
-    for name in _ORIGINAL_NAMES:
-        found.append(_original_in_mro(st, mro, name))
-    out = tuple(found)
+    (eq, eq_foreign), (ne, ne_foreign) = (_original_in_mro(st, mro, name) for name in _ORIGINAL_NAMES)
+    out = (eq, ne, eq_foreign or ne_foreign)
     st.original_methods[tp] = out
     return out
 
 
 def _original_in_mro(st, mro, name):
-    """The first original definition of `name` along the MRO: a class of a changed file gets
-    its snapshot's method (or none: a class the agent added), an unchanged class its own
-    method unless that method's code is the agent's; None once a C type answers."""
+    """(the first original definition of `name` along the MRO, whether it is a foreign
+    class's): a class of a changed file gets its snapshot's method (none: a class the agent
+    added), or one generated at run time by trusted code the class names (a dataclass's, attrs');
+    an unchanged class its own method unless that method's code is the agent's; a class that is
+    neither the repository's nor the tests' (a library base) its method, marked foreign; a C
+    type's own slot (int.__eq__ under an IntEnum), None for object's (identity)."""
     for klass in mro:
         if _c_type(klass):
-            return None
+            fn = _type_dict(klass).get(name)
+            if fn is None:
+                continue
+            # object.__ne__ asks the type's current __eq__ (the agent's): derived from eq instead
+            return (None if klass is object else fn), False
         where = _class_file(st, klass)
         fn = _type_dict(klass).get(name)
         if where is not None and where in st.changed:
             snap = _snapshot_method(st, where, klass, name)
             if snap is not None:
-                return snap
-            if fn is None or _function_code(fn) is None or _function_code(fn).co_filename == where:
-                continue  # the original class never defined `name` (or the class is new): not its own
-            return fn  # generated by trusted code the class names (dataclass, attrs), not written here
+                return snap, False
+            code = _function_code(fn)
+            if code is None or code.co_filename[:1] != "<":
+                continue  # not in the original class (or a new class): what the agent wrote never decides
+            return fn, False
         if fn is None:
             continue
         if type(fn) is _FUNCTION and _code_cats(st, fn.__code__) is not None:
             continue  # set on an unchanged class by changed code: never its original
-        return fn
-    return None
+        return fn, where is None
+    return None, False
 
 
 def _snapshot_method(st, path, klass, name):
     """Method `name` of class `klass` (of changed file `path`) as its original defined it,
     compiled from the snapshot's source into a function of the module's current globals, with
     `__class__` bound to `klass` (for `super()`); None when the original defined none."""
-    qualname = _type_dict(klass).get("__qualname__")
-    source = st.originals.get(path, {}).get(qualname, {}).get(name) if type(qualname) is str else None
+    source = st.originals.get(path, {}).get(_TYPE_QUALNAME(klass), {}).get(name)
     if source is None:
         return None
     key = (id(klass), name)
