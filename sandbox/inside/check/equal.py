@@ -31,7 +31,17 @@ import pathlib
 import types
 import uuid
 
-from .base import _FUNCTION, _TYPE_DICT_MODULE, _TYPE_QUALNAME, _abspath, _c_type, _function_code, _mro, _type_dict
+from .base import (
+    _C_SLOTS,
+    _FUNCTION,
+    _TYPE_DICT_MODULE,
+    _TYPE_QUALNAME,
+    _abspath,
+    _c_type,
+    _function_code,
+    _mro,
+    _type_dict,
+)
 from .core import _code_cats, _is_test_code
 
 _PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None), range, type(Ellipsis),
@@ -48,7 +58,13 @@ it reads only their own kind's data, never asks the other operand to decide."""
 _REBUILT = (collections.OrderedDict, collections.Counter, collections.deque, types.SimpleNamespace, slice)
 _VIEWS = (type({}.keys()), type({}.items()))
 _ORIGINAL_NAMES = ("__eq__", "__ne__")
-_BUDGET = 10_000
+_DEQUE_MAXLEN = collections.deque.__dict__["maxlen"].__get__
+_SLICE_START = slice.__dict__["start"].__get__
+_SLICE_STOP = slice.__dict__["stop"].__get__
+_SLICE_STEP = slice.__dict__["step"].__get__
+_OBJECT_DICT = types.SimpleNamespace.__dict__["__dict__"].__get__
+_BUDGET = 1_000_000
+"""Objects (not plain scalars) reduced per comparison; beyond, the agent's are opaque."""
 
 
 class _Opaque:
@@ -163,17 +179,19 @@ def _plain_of(st, value, expected, budget, memo, keep):
     for base in _EXACT_CONTAINERS:
         if base in mro and owner is base:
             return _rebuilt(st, value, tp, base, expected, budget, memo)
-    if isinstance(value, _REBUILT) or tp in _VIEWS:
-        return _rebuilt_special(st, value, tp, expected, budget, memo)
+    if any(klass in mro for klass in _REBUILT) or tp in _VIEWS:
+        return _rebuilt_special(st, value, tp, mro, expected, budget, memo)
     if tp in _VALUE_TYPES or any(klass in _VALUE_TYPES for klass in mro) and _c_eq(owner):
         return value
+    if keep:
+        return value  # the container of `in`: its own __contains__ (approved by `_odd_value`)
     original = _original_method(st, tp, mro)
     if original is not None:
         # No original method (None, None): identity, even when the class now has one of its own.
         return _ByOriginal(value, *original)
     if _c_eq(owner):
         return value  # an IntEnum, an Enum member, a plain object: the C type's own comparison
-    return value if expected or keep else _Opaque(value)
+    return value if expected else _Opaque(value)
 
 
 def _c_eq(owner):
@@ -206,22 +224,25 @@ def _rebuilt(st, value, tp, base, expected, budget, memo):
     return base(_plain_of(st, v, expected, budget, memo, False) for v in items)
 
 
-def _rebuilt_special(st, value, tp, expected, budget, memo):
+def _rebuilt_special(st, value, tp, mro, expected, budget, memo):
     """A standard container that compares the Python objects it holds, rebuilt as the same
-    standard type around reduced items (an OrderedDict still compares in order)."""
+    standard type around reduced items (an OrderedDict still compares in order), read through
+    the standard type's own C methods (the type's MRO, never `isinstance`, which asks
+    `__class__`)."""
     def red(v):
         return _plain_of(st, v, expected, budget, memo, False)
 
-    if isinstance(value, collections.Counter):
+    if collections.Counter in mro:
         return collections.Counter({red(k): red(v) for k, v in zip(dict.keys(value), dict.values(value))})
-    if isinstance(value, collections.OrderedDict):
+    if collections.OrderedDict in mro:
         return collections.OrderedDict((red(k), red(v)) for k, v in zip(dict.keys(value), dict.values(value)))
-    if isinstance(value, collections.deque):
-        return collections.deque((red(v) for v in collections.deque.__iter__(value)), value.maxlen)
-    if isinstance(value, types.SimpleNamespace):
-        return types.SimpleNamespace(**{k: red(v) for k, v in vars(value).items() if type(k) is str})
-    if isinstance(value, slice):
-        return slice(red(value.start), red(value.stop), red(value.step))
+    if collections.deque in mro:
+        return collections.deque((red(v) for v in collections.deque.__iter__(value)),
+                                 _DEQUE_MAXLEN(value))
+    if types.SimpleNamespace in mro:
+        return types.SimpleNamespace(**{k: red(v) for k, v in _OBJECT_DICT(value).items() if type(k) is str})
+    if slice in mro:
+        return slice(red(_SLICE_START(value)), red(_SLICE_STOP(value)), red(_SLICE_STEP(value)))
     if tp is _VIEWS[0]:
         return frozenset(red(v) for v in value)
     return frozenset((red(k), red(v)) for k, v in value)
@@ -274,8 +295,23 @@ def _original_in_mro(st, mro, name):
             continue
         if type(fn) is _FUNCTION and _code_cats(st, fn.__code__) is not None:
             continue  # set on an unchanged class by changed code: never its original
+        if where is not None and not _repository_function(st, fn):
+            continue  # a library's function set on the repository's class (mock's ANY.__eq__)
         return fn, where is None
     return None, False
+
+
+def _repository_function(st, fn):
+    """Whether a method of an unchanged repository class is the repository's own: code from a
+    repository file, generated at run time (`<...>`: a dataclass's), or a C type's slot."""
+    code = _function_code(fn)
+    if code is None:
+        return type(fn) in _C_SLOTS
+    path = code.co_filename
+    if path[:1] == "<":
+        return True
+    path = _abspath(path, st.root)
+    return path.startswith(st.root + "/") and not path.startswith(st.install_dirs)
 
 
 def _snapshot_method(st, path, klass, name):

@@ -555,12 +555,12 @@ def _value_rules(st):
             return f"a test compared a value whose {why} comes from changed code"
         box.append(True)
         if op in _DECIDED_OPS and len(sides) == 2:
-            box.append(_decided(st, op, values, sides))
+            box.append(_later(_decided, st, op, values, sides))
         return None
 
     def reduce(args, frame):
         value, box = args
-        box.append(_plain_of(st, value, False, [_BUDGET], {}, False))
+        box.append(_later(_plain_of, st, value, False, [_BUDGET], {}, False))
         return None
 
     def rewrite(args, frame):
@@ -572,6 +572,21 @@ def _value_rules(st):
         return None
 
     return {"fixrl.sealed": sealed, "fixrl.compare": compare, "fixrl.rewrite": rewrite, "fixrl.reduce": reduce}
+
+
+def _later(function, *args):
+    """`function(*args)` as a callable the hidden test's compiled code calls after the audit
+    hook returned (the `send` of a generator: its frame, which holds the guard's state, is behind
+    an audited attribute): whatever code of the agent's the comparison runs (a hash, an original
+    method's callees) runs outside the hook, judged like any other."""
+    runner = _later_run(function, args)
+    next(runner)
+    return runner.send
+
+
+def _later_run(function, args):
+    yield
+    yield function(*args)
 
 
 def _tainted_call(st, function, args, kwargs, taint):

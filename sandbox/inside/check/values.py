@@ -66,11 +66,12 @@ def _guard_node(st, node, sides):
 
 def _checked(st, operands, op, result, sides=()):
     """`(lambda @0, @1, @b: (AUDIT.__call__("fixrl.compare", op, (@0, @1), @b, sides), @b[0] and
-    (@b[1] if @b[1:] else RESULT))[1])(operands..., [])`: the values are judged before the
-    result is computed, and for `==`, `!=`, `in`, `not in` the guard computes the result itself
-    (`equal._decided`) and RESULT is never evaluated. The verdict's list is an argument, not
-    `@b := []`: CPython refuses an assignment expression anywhere inside a comprehension's
-    iterable, a lambda's body included (marshmallow's tests compare there)."""
+    (@b[1](None) if @b[1:] else RESULT))[1])(operands..., [])`: the values are judged before the
+    result is computed, and for `==`, `!=`, `in`, `not in` the guard hands back how to compute
+    it (`equal._decided`, called here, outside the audit hook) and RESULT is never evaluated.
+    The verdict's list is an argument, not `@b := []`: CPython refuses an assignment
+    expression anywhere inside a comprehension's iterable, a lambda's body included
+    (marshmallow's tests compare there)."""
     a = st.ast
     names = [f"@fixrl{i}" for i in range(len(operands))]
     load = [a.Name(n, a.Load()) for n in names]
@@ -79,21 +80,24 @@ def _checked(st, operands, op, result, sides=()):
                     a.Name("@fixrl_b", a.Load()), a.Constant(tuple(sides))], [])
     box = a.Name("@fixrl_b", a.Load())
     approved = a.Subscript(box, a.Constant(0), a.Load())
+    decided = a.Call(a.Subscript(box, a.Constant(1), a.Load()), [a.Constant(None)], [])
     given = a.IfExp(a.Subscript(box, a.Slice(a.Constant(1), None, None), a.Load()),
-                    a.Subscript(box, a.Constant(1), a.Load()), result(*[a.Name(n, a.Load()) for n in names]))
+                    decided, result(*[a.Name(n, a.Load()) for n in names]))
     body = a.Subscript(a.Tuple([audit, a.BoolOp(a.And(), [approved, given])], a.Load()), a.Constant(1), a.Load())
     params = a.arguments([], [a.arg(n) for n in [*names, "@fixrl_b"]], None, [], [], None, [])
     return a.Call(a.Lambda(params, body), [*operands, a.List([], a.Load())], [])
 
 
 def _reduced(st, operand):
-    """`(lambda @v, @b: (AUDIT.__call__("fixrl.reduce", @v, @b), @b[0])[1])(operand, [])`: an
-    argument of a unittest comparing assert that may be the agent's, as plain data."""
+    """`(lambda @v, @b: (AUDIT.__call__("fixrl.reduce", @v, @b), @b[0](None))[1])(operand, [])`:
+    an argument of a unittest comparing assert that may be the agent's, as plain data (reduced
+    outside the audit hook)."""
     a = st.ast
     box = a.Name("@fixrl_b", a.Load())
     audit = a.Call(a.Attribute(a.Constant(_AUDIT_SENTINEL), "__call__", a.Load()),
                    [a.Constant("fixrl.reduce"), a.Name("@fixrl_v", a.Load()), box], [])
-    body = a.Subscript(a.Tuple([audit, a.Subscript(box, a.Constant(0), a.Load())], a.Load()), a.Constant(1), a.Load())
+    reduced = a.Call(a.Subscript(box, a.Constant(0), a.Load()), [a.Constant(None)], [])
+    body = a.Subscript(a.Tuple([audit, reduced], a.Load()), a.Constant(1), a.Load())
     params = a.arguments([], [a.arg("@fixrl_v"), a.arg("@fixrl_b")], None, [], [], None, [])
     return a.Call(a.Lambda(params, body), [operand, a.List([], a.Load())], [])
 
