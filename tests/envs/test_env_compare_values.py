@@ -51,6 +51,18 @@ class Colour(enum.IntEnum):
     RED = 1
 
 
+class Version:
+    """A library's value type (not the repository's: its module is outside the root)."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __eq__(self, other):
+        return isinstance(other, Version) and self.n == other.n
+
+    __hash__ = None
+
+
 @pytest.mark.parametrize(("left", "right", "sides_", "op", "want"), [
     ([ANY, 2], [1, 2], (False, True), "Eq", False),           # the agent's ANY decides nothing
     ([1, 2], [ANY, 2], (False, True), "Eq", True),            # the test's ANY still matches
@@ -65,6 +77,9 @@ class Colour(enum.IntEnum):
     (collections.OrderedDict([(1, 1), (2, 2)]), collections.OrderedDict([(2, 2), (1, 1)]), (False, True), "Eq", False),
     (collections.Counter(a=1), {"a": 1}, (False, True), "Eq", True),
     (ANY, ANY, (False, True), "Eq", True),                    # the very same object is itself
+    ([Version(1)], [Version(1)], (False, True), "Eq", True),  # the test's object of the same class decides
+    ([Version(1)], [Version(2)], (False, True), "Eq", False),
+    (Version(1), ANY, (False, True), "NotEq", False),         # ANY on the test's side: equal
 ])
 def test_the_agents_side_is_reduced_to_plain_data(tmp_path, left, right, sides_, op, want):
     assert equal._decided(state(tmp_path), op, (left, right), sides_) is want

@@ -70,7 +70,9 @@ _BUDGET = 1_000_000
 class _Opaque:
     """An object of the agent's side that no one may compare as equal but to itself: its
     comparison answers only for the very object it stands for, and otherwise lets the other
-    operand decide (or Python's identity fallback)."""
+    operand decide -- the test's own object, with this object as it is when both are of the
+    same class (a library's value type comparing its own kind), else this stand-in -- or
+    Python's identity fallback."""
 
     __slots__ = ("held",)
 
@@ -78,13 +80,19 @@ class _Opaque:
         self.held = held
 
     def __eq__(self, other):
-        if other is self.held or type(other) is _Opaque and other.held is self.held:
+        held = self.held
+        if other is held or type(other) is _Opaque and other.held is held:
             return True
+        if type(other) is type(held):  # the test's own object of that class decides
+            return type(other).__eq__(other, held)
         return NotImplemented
 
     def __ne__(self, other):
-        if other is self.held or type(other) is _Opaque and other.held is self.held:
+        held = self.held
+        if other is held or type(other) is _Opaque and other.held is held:
             return False
+        if type(other) is type(held):
+            return type(other).__ne__(other, held)
         return NotImplemented
 
     def __hash__(self):
