@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import textwrap
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,6 +127,11 @@ class GuardSpec:
     own: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """Unchanged repository files that read frames themselves -> {"frames"}: the guard lets
     them do so when changed code calls them (the runner's `check.core._attribute`)."""
+    originals: Mapping[str, Mapping[str, Mapping[str, str]]] = field(default_factory=dict)
+    """Repository-relative path of each changed file that existed -> class qualname -> the
+    source of each comparison method (`__eq__`, `__ne__`) the ORIGINAL class defined: the
+    snapshot the hidden tests' comparisons use for the repository's own objects
+    (`original_comparisons`; the runner's `check.equal`). A class absent here defined none."""
 
     def to_wire(self) -> dict[str, list[str]]:
         """The form the sandboxed runner reads (JSON)."""
@@ -133,6 +139,41 @@ class GuardSpec:
 
     def own_wire(self) -> dict[str, list[str]]:
         return {path: sorted(cats) for path, cats in sorted(self.own.items())}
+
+    def originals_wire(self) -> dict[str, dict[str, dict[str, str]]]:
+        return {path: {q: dict(m) for q, m in classes.items()} for path, classes in sorted(self.originals.items())}
+
+
+_COMPARISON_METHODS = ("__eq__", "__ne__")
+
+
+def original_comparisons(text: str) -> dict[str, dict[str, str]]:
+    """Class qualname -> {method name: its source, dedented} for every comparison method a
+    class of this Python source defines by a `def` in its body (nested classes included); {}
+    when it defines none or does not parse (then no snapshot: such classes compare by what
+    their bases originally defined)."""
+    if "__eq__" not in text and "__ne__" not in text:
+        return {}
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    todo: list[tuple[str, ast.AST]] = [("", tree)]
+    while todo:
+        prefix, node = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                qual = prefix + child.name
+                for item in child.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in _COMPARISON_METHODS:
+                        source = ast.get_source_segment(text, item, padded=True)
+                        if source is not None:
+                            out.setdefault(qual, {})[item.name] = textwrap.dedent(source)
+                todo.append((qual + ".", child))
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                todo.append((prefix + child.name + ".<locals>.", child))
+    return out
 
 
 _FRAME_WORDS = tuple(_NAMES["frames"] | _MODULES["frames"])
@@ -159,7 +200,7 @@ def spec_for(changes: Mapping[str, tuple[str | None, str | None]],
     original and the reference fix use; a new file has only the reference fix's. `readers`:
     `frame_readers` of the buggy repository (the same for every state of a task, so callers
     compute it once); the changed files among them are left out."""
-    changed = {}
+    changed, originals = {}, {}
     for path, (original, reference) in changes.items():
         if not path.endswith(".py"):
             continue
@@ -167,7 +208,10 @@ def spec_for(changes: Mapping[str, tuple[str | None, str | None]],
         if reference is not None:
             cats |= categories(reference)
         changed[path] = cats
-    return GuardSpec(changed, {p: c for p, c in (readers or {}).items() if p not in changes})
+        snapshot = original_comparisons(original) if original is not None else {}
+        if snapshot:
+            originals[path] = snapshot
+    return GuardSpec(changed, {p: c for p, c in (readers or {}).items() if p not in changes}, originals)
 
 
 def spec_between(before: Path, after: Path) -> GuardSpec:

@@ -247,6 +247,7 @@ def _run_check(task: Task, sb: Sandbox, answer: str | None, paths_cleared: bool,
     config = {"args": _pytest_args(parsed, f"{workdir}/{JUNIT_NAME}"), "workdir": workdir,
               "changed": guard.to_wire() if guard is not None else {}, "hidden": sorted(check.files),
               "own": guard.own_wire() if guard is not None else {},
+              "originals": guard.originals_wire() if guard is not None else {},
               "guard": guarded}
     if isinstance(sb, PythonForker) and sb.forking:
         fork_env = _fork_env(parsed, answer)

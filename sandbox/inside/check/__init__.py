@@ -75,11 +75,15 @@ The hidden tests' own values: the guard compiles every module pytest's import ho
 rewrite (test modules, conftests) itself, instead of pytest's assertion rewriting: each
 one-operator comparison, negation and assert test first has the guard judge its operands, and
 a value whose comparison, hash, truth or numeric dunders come from changed code that never
-defined such (`tasks.check.guard`'s "dunders"), a C method bound under a comparison's name
-that is not the built-in base's own method of that name (`__eq__ = int.__ne__`), or mock.ANY,
-stops the run; items of built-in containers and their subclasses are looked at through the
-built-in's own C iteration; `unittest.TestCase`'s
-assert methods judge their first two arguments the same way. A hidden test module that runs
+defined such (`tasks.check.guard`'s "dunders"), or a C method bound under a comparison's name
+that is not the built-in base's own method of that name (`__eq__ = int.__ne__`), stops the run;
+items of built-in containers and their subclasses are looked at through the built-in's own C
+iteration. `==`, `!=`, `in`, `not in` and the first two arguments of unittest's comparing
+asserts are then computed by the guard (`equal`): the side that may be the agent's (`sides`,
+read from the test's source) is reduced to plain data without calling its methods, standard
+value types compare as they do, the repository's classes with their ORIGINAL methods (the
+host's snapshot), and any other object of the agent's side is equal only to itself -- only the
+test's own expected object decides (docs/change-policy.md). A hidden test module that runs
 any code but the guard's compiled code (a planted .pyc, an import that bypassed the hook) is
 tampering. pytest's detailed assertion messages are therefore not in the check's output.
 
@@ -110,11 +114,10 @@ What this does NOT guarantee
   untouched code -- runs with no agent frame on the stack, so only the target rules above apply
   to what it does (code it makes at run time is the agent's only while the collector holds such
   a callback).
-- A class the original file allowed to define comparison dunders: its methods are judged by
-  provenance, not compared with the original class's.
-- Values whose permissive comparison comes from outside the changed files: a configured
-  MagicMock, a repository class that is equal to anything by design. Comparisons made inside
-  repository helpers that pytest does not rewrite are not judged.
+- Which side of a comparison is the test's is judged from the test's source (`sides`); an
+  expected value kept in a fixture counts as the agent's. A repository class that is equal to
+  anything by design (in its original) still is. Comparisons made inside repository helpers
+  that pytest does not rewrite are not judged (docs/change-policy.md lists the rest).
 - The FIFO is open for a few microseconds per event; a thread of a file allowed to use
   threads that writes to every descriptor could slip a forged event in (and the monotone
   events make a forged pass useless unless the real failure is also suppressed).

@@ -19,7 +19,7 @@ import traceback
 import types
 import unittest  # noqa: F401 - watched by the snapshot
 import unittest.case  # noqa: F401
-import unittest.mock
+import unittest.mock  # noqa: F401 - its classes are watched (`_find_watched_classes`)
 import weakref
 
 from .base import _CODE, _FUNCTION, _MODULE_TYPE, _TYPE_DICT_MODULE, _TYPE_QUALNAME, CHECK, EVENTS_NAME, _own
@@ -106,7 +106,8 @@ def _guard_core(spec):
     """The guard's state and its basic operations, in a namespace only closures hold."""
     st = types.SimpleNamespace(
         root=spec["root"], workdir=spec["workdir"], changed=spec["changed"], hidden=spec["hidden"],
-        own=spec.get("own", {}),
+        own=spec.get("own", {}), originals=spec.get("originals", {}), original_methods={}, original_compiled={},
+        modules=sys.modules,
         hidden_names={p.rsplit("/", 1)[-1] for p in spec["hidden"]},
         fifo=spec["workdir"] + "/" + EVENTS_NAME, tainted={}, cache={}, thread_taint={}, busy=set(),
         sealed={}, type_cache={}, code_taint={}, last_made={}, made_untrusted={},
@@ -117,7 +118,7 @@ def _guard_core(spec):
         getframe=sys._getframe, get_ident=_thread.get_ident, getpid=os.getpid, getcwd=os.getcwd, open=os.open,
         write=os.write,
         close=os.close, set_blocking=os.set_blocking, exit=os._exit, fsdecode=os.fsdecode, dumps=json.dumps,
-        sinks=_sinks(), plugin_codes=_codes_of([_Plugin]), snapshot=None, any_type=type(unittest.mock.ANY),
+        sinks=_sinks(), plugin_codes=_codes_of([_Plugin]), snapshot=None,
         start_thread=_thread.start_new_thread, signal=_signal.signal, mkfifo=os.mkfifo, mknod=os.mknod,
         pidfd={"os.pidfd_open": getattr(os, "pidfd_open", None),
                "signal.pidfd_send_signal": getattr(_signal, "pidfd_send_signal", None)},

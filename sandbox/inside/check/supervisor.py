@@ -24,13 +24,15 @@ from .verdict import build_report
 preload_pytest()  # imported by every run anyway: before any fork, not in each check
 
 
-def supervise(args, workdir, pythonpath=(), changed=None, hidden=(), guard=True, own=None):
+def supervise(args, workdir, pythonpath=(), changed=None, hidden=(), guard=True, own=None, originals=None):
     """Run pytest with `args` on the working directory in a judged child process; write the
     report (see the module docstring) and print its frame last; the child's exit status.
     `changed`: repository path -> guard categories its original uses; `hidden`: the check's
     own files (repository paths); `guard`: False runs without the audit hook and wrappers
     (only `fixrl bench check` does, to measure what the guard costs); `own`: unchanged
-    repository files -> the categories they perform themselves (see `_attribute`)."""
+    repository files -> the categories they perform themselves (see `_attribute`);
+    `originals`: changed files -> class qualname -> the original comparison methods' sources
+    (`equal._original_in_mro`)."""
     _make_private(workdir)
     fifo = os.path.join(workdir, EVENTS_NAME)
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
@@ -42,7 +44,7 @@ def supervise(args, workdir, pythonpath=(), changed=None, hidden=(), guard=True,
     if pid == 0:  # the judged process
         code = 70
         try:
-            code = _judged(args, workdir, pythonpath, changed or {}, hidden, out_w, guard, own or {})
+            code = _judged(args, workdir, pythonpath, changed or {}, hidden, out_w, guard, own or {}, originals or {})
         except BaseException:  # noqa: BLE001 - the judged run's own crash, shown in its output
             traceback.print_exc()
         finally:
@@ -148,7 +150,7 @@ def _forward(fd):
     return True
 
 
-def _judged(args, workdir, pythonpath, changed, hidden, out_w, guard, own):
+def _judged(args, workdir, pythonpath, changed, hidden, out_w, guard, own, originals):
     """In the forked child: output to the supervisor's pipe only, the guard, then pytest."""
     os.dup2(out_w, 1)
     os.dup2(out_w, 2)
@@ -159,6 +161,7 @@ def _judged(args, workdir, pythonpath, changed, hidden, out_w, guard, own):
         "changed": {_abspath(p, root): frozenset(c) for p, c in changed.items()},
         "hidden": {_abspath(p, root) for p in hidden},
         "own": {_abspath(p, root): frozenset(c) for p, c in own.items()},
+        "originals": {_abspath(p, root): classes for p, classes in originals.items()},
     }
     plugin = _Plugin()
     plugin.emit = _install_guard(spec, active=guard)

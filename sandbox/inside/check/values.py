@@ -7,6 +7,7 @@ import builtins
 
 from .base import _C_SLOTS, _CODE, _TYPE_NAME, _TYPE_QUALNAME, _c_type, _function_code, _mro, _type_dict
 from .core import _code_cats, _read_all, _short
+from .sides import _sides_of
 
 _COMPARE_OPS = ("Eq", "NotEq", "Lt", "LtE", "Gt", "GtE", "In", "NotIn")
 _AUDIT_SENTINEL = "\x00fixrl: sys.audit\x00"
@@ -31,25 +32,31 @@ def _compile_test(st, path):
     name = path
     stat = st.stat(name)
     tree = st.compile(_read_all(st, name), name, "exec", st.only_ast, dont_inherit=True)
-    tree = _guard_node(st, tree)
+    tree = _guard_node(st, tree, _sides_of(st, tree, name))
     st.fix_locations(tree)
     code = _bind_audit(st, st.compile(tree, name, "exec", dont_inherit=True, optimize=0))
     st.produced[id(code)] = code
     return stat, code
 
 
-def _guard_node(st, node):
+def _guard_node(st, node, sides):
+    """`node` with its comparisons, negations and assert tests routed through the guard;
+    `sides`: `sides._sides_of` of the module (which operands are the test's own values)."""
     a = st.ast
     for field in type(node)._fields:
         value = getattr(node, field, None)
         if type(value) is list:
-            value[:] = [_guard_node(st, v) if isinstance(v, a.AST) else v for v in value]
+            value[:] = [_guard_node(st, v, sides) if isinstance(v, a.AST) else v for v in value]
         elif isinstance(value, a.AST):
-            setattr(node, field, _guard_node(st, value))
+            setattr(node, field, _guard_node(st, value, sides))
     kind = type(node)
     if kind is a.Compare and len(node.ops) == 1 and type(node.ops[0]).__name__ in _COMPARE_OPS:
         return _located(st, _checked(st, [node.left, node.comparators[0]], type(node.ops[0]).__name__,
-                                     lambda left, right: a.Compare(left, node.ops, [right])), node)
+                                     lambda left, right: a.Compare(left, node.ops, [right]),
+                                     sides.get(id(node), (False, False))), node)
+    if kind is a.Call and id(node) in sides:
+        node.args[:2] = [arg if expected or type(arg) is a.Starred else _located(st, _reduced(st, arg), arg)
+                         for arg, expected in zip(node.args[:2], sides[id(node)])]
     if kind is a.UnaryOp and type(node.op) is a.Not:
         node.operand = _located(st, _checked(st, [node.operand], "truth", lambda v: v), node.operand)
     elif kind is a.Assert:
@@ -57,23 +64,42 @@ def _guard_node(st, node):
     return node
 
 
-def _checked(st, operands, op, result):
-    """`(lambda @0, @1, @b: (AUDIT.__call__("fixrl.compare", op, (@0, @1), @b), @b[0] and
-    RESULT)[1])(operands..., [])`: the values are judged before the result is computed. The
-    verdict's list is an argument, not `@b := []`: CPython refuses an assignment expression
-    anywhere inside a comprehension's iterable, a lambda's body included (marshmallow's tests
-    compare there)."""
+def _checked(st, operands, op, result, sides=()):
+    """`(lambda @0, @1, @b: (AUDIT.__call__("fixrl.compare", op, (@0, @1), @b, sides), @b[0] and
+    (@b[1](None) if @b[1:] else RESULT))[1])(operands..., [])`: the values are judged before the
+    result is computed, and for `==`, `!=`, `in`, `not in` the guard hands back how to compute
+    it (`equal._decided`, called here, outside the audit hook) and RESULT is never evaluated.
+    The verdict's list is an argument, not `@b := []`: CPython refuses an assignment
+    expression anywhere inside a comprehension's iterable, a lambda's body included
+    (marshmallow's tests compare there)."""
     a = st.ast
     names = [f"@fixrl{i}" for i in range(len(operands))]
     load = [a.Name(n, a.Load()) for n in names]
     audit = a.Call(a.Attribute(a.Constant(_AUDIT_SENTINEL), "__call__", a.Load()),
                    [a.Constant("fixrl.compare"), a.Constant(op), a.Tuple(load, a.Load()),
-                    a.Name("@fixrl_b", a.Load())], [])
-    approved = a.Subscript(a.Name("@fixrl_b", a.Load()), a.Constant(0), a.Load())
-    body = a.Subscript(a.Tuple([audit, a.BoolOp(a.And(), [approved, result(*[a.Name(n, a.Load()) for n in names])])],
-                               a.Load()), a.Constant(1), a.Load())
+                    a.Name("@fixrl_b", a.Load()), a.Constant(tuple(sides))], [])
+    box = a.Name("@fixrl_b", a.Load())
+    approved = a.Subscript(box, a.Constant(0), a.Load())
+    decided = a.Call(a.Subscript(box, a.Constant(1), a.Load()), [a.Constant(None)], [])
+    given = a.IfExp(a.Subscript(box, a.Slice(a.Constant(1), None, None), a.Load()),
+                    decided, result(*[a.Name(n, a.Load()) for n in names]))
+    body = a.Subscript(a.Tuple([audit, a.BoolOp(a.And(), [approved, given])], a.Load()), a.Constant(1), a.Load())
     params = a.arguments([], [a.arg(n) for n in [*names, "@fixrl_b"]], None, [], [], None, [])
     return a.Call(a.Lambda(params, body), [*operands, a.List([], a.Load())], [])
+
+
+def _reduced(st, operand):
+    """`(lambda @v, @b: (AUDIT.__call__("fixrl.reduce", @v, @b), @b[0](None))[1])(operand, [])`:
+    an argument of a unittest comparing assert that may be the agent's, as plain data (reduced
+    outside the audit hook)."""
+    a = st.ast
+    box = a.Name("@fixrl_b", a.Load())
+    audit = a.Call(a.Attribute(a.Constant(_AUDIT_SENTINEL), "__call__", a.Load()),
+                   [a.Constant("fixrl.reduce"), a.Name("@fixrl_v", a.Load()), box], [])
+    reduced = a.Call(a.Subscript(box, a.Constant(0), a.Load()), [a.Constant(None)], [])
+    body = a.Subscript(a.Tuple([audit, reduced], a.Load()), a.Constant(1), a.Load())
+    params = a.arguments([], [a.arg("@fixrl_v"), a.arg("@fixrl_b")], None, [], [], None, [])
+    return a.Call(a.Lambda(params, body), [operand, a.List([], a.Load())], [])
 
 
 def _located(st, new, like):

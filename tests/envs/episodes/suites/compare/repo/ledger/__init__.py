@@ -1,0 +1,1 @@
+"""A tiny ledger: money, pattern pairs, schedules."""
