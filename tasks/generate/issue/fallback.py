@@ -138,13 +138,50 @@ def _named_in_test(frame: Frame, read: Callable[[str], TestFile | None]) -> tupl
     if scope is None:
         return None
     stmt = tf.statement(scope, frame.line)
-    calls = [n for n in ast.walk(scope) if isinstance(n, ast.Call) and n.lineno <= frame.line]
-    at = [n for n in calls if stmt is not None and n.lineno >= stmt.lineno]
+    # the failing statement's calls (a `with` block's body too: "DID NOT RAISE" is reported at
+    # its `with` line), then those before it
+    at = [n for n in ast.walk(stmt) if isinstance(n, ast.Call)] if stmt is not None else []
+    calls = at + [n for n in ast.walk(scope) if isinstance(n, ast.Call) and n.lineno < (stmt or scope).lineno]
     for group in (at, [n for n in calls if n not in at]):
         for call in sorted(group, key=lambda n: (n.lineno, n.col_offset), reverse=True):
-            found = _package_callable(frame, call, read)
+            found = _package_callable(frame, call, read) or _through_local_helper(frame, tf, call, read)
             if found is not None:
                 return found
+    return None
+
+
+def _through_local_helper(frame: Frame, tf: TestFile, call: ast.Call, read: Callable[[str], TestFile | None]
+                          ) -> tuple[str, str, str] | None:
+    """The package's public function a helper the test file defines calls (`parse_twice(x)`
+    with `def parse_twice(t): return words.parse_count(t)`): the helper's calls resolved through
+    the test file's imports of the package's modules (the helper's names are not recorded)."""
+    d = frame.names.get(dotted_name(call.func) or "") or {}
+    if d.get("kind") != "function" or d.get("file") != frame.path:
+        return None
+    fn = tf.function_at(int(d.get("line") or 0))
+    if fn is None:
+        return None
+    imported = {a.asname or a.name: a.name for n in ast.walk(tf.tree) if isinstance(n, ast.Import) for a in n.names}
+    for node in sorted((n for n in ast.walk(fn) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)):
+        dotted = dotted_name(node.func) or ""
+        head, _, rest = dotted.partition(".")
+        module = f"{imported[head]}.{rest}" if head in imported and rest else \
+            f"{tf.imported_from[head]}.{head}" if head in tf.imported_from and not rest else None
+        if module is None or _private(module):
+            continue
+        if _module_file(module.rsplit(".", 1)[0], read) is not None:
+            # the file the name is defined in is not known (a package re-exports): none is said
+            return module, "", module.rsplit(".", 1)[-1]
+    return None
+
+
+def _module_file(module: str, read: Callable[[str], TestFile | None]) -> str | None:
+    """The repository file of a module the test imports (`words.core` -> `words/core.py`), or
+    None when the repository does not define it (the standard library, an installed package)."""
+    base = module.replace(".", "/")
+    for path in (f"{base}.py", f"{base}/__init__.py", f"src/{base}.py", f"src/{base}/__init__.py"):
+        if read(path) is not None:
+            return path
     return None
 
 
@@ -159,6 +196,13 @@ def _package_callable(frame: Frame, call: ast.Call, read: Callable[[str], TestFi
     for func in funcs:
         dotted = dotted_name(func)
         d = frame.names.get(dotted) if dotted else None
+        owner = frame.names.get(dotted.rsplit(".", 1)[0]) if d is None and dotted and "." in dotted else None
+        if owner and owner.get("kind") == "value" and package_file(owner) and owner.get("module") and \
+                owner.get("qualname") and read(package_file(owner) or "") is not None:
+            # a method of the package's object (`self.tally.total()`): named by the object's class
+            api = _public_api(f"{owner['module']}.{owner['qualname']}.{dotted.rsplit('.', 1)[1]}")
+            if api and "<" not in api:
+                return api, package_file(owner) or "", api.rsplit(".", 1)[-1]
         if not d or d.get("kind") not in ("function", "class", "callable") or not package_file(d) or \
                 read(package_file(d) or "") is None:
             continue

@@ -143,8 +143,9 @@ def _raises_call(node: ast.Call) -> ast.expr | None:
     fn = node.args[at]
     if isinstance(fn, ast.Lambda) and not fn.args.args:
         return fn.body
-    return ast.Call(func=fn, args=node.args[at + 1:],
-                    keywords=[k for k in node.keywords if k.arg not in ("match", "msg", "expected_regex")])
+    # placed where the `raises` call is: the synthesised call is ordered by its line like any other
+    return ast.copy_location(ast.Call(func=fn, args=node.args[at + 1:], keywords=[
+        k for k in node.keywords if k.arg not in ("match", "msg", "expected_regex")]), node)
 
 
 def _expected_raise(r: Reader, stmt: ast.AST) -> str | None:
