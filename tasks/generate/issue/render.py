@@ -372,6 +372,10 @@ class _Substitute(ast.NodeTransformer):
             return self._named(node, dotted, d)
         if readable(d) is None and dotted.startswith("self."):
             raise Unshowable("the test uses attributes of its test case")
+        if not dotted.startswith("self.") and self.r.from_api(dotted.split(".", 1)[0]) is not None:
+            # `ns.verbose` of `ns = parse_args(...)`: the attribute of what the package made, after
+            # its making; its value alone (`True`) would say nothing of the package
+            return self.generic_visit(node)
         return self._value(node, d)
 
     def visit_Name(self, node: ast.Name) -> ast.AST:

@@ -536,6 +536,9 @@ PACKAGE = {
                 self.assertIsInstance(words.split_first("a b"), list)
             def test_assert_raises_regex_callable(self):
                 self.assertRaisesRegex(ValueError, "negative", words.parse_count, "-4")
+        def test_attribute_of_what_the_package_made():
+            t = Tally(3)
+            assert not t.items
         def parse_twice(text):
             words.parse_count(text)
             return words.parse_count(text)
@@ -646,6 +649,9 @@ CASES = {
     "TestCaseAttributes::test_one_line_helper_raising_in_the_package":
         "Calling `words.core.reduceby(lambda x: x % 2, operator.add, None, int)` raises `TypeError: 'NoneType' "
         "object is not iterable`, but no error was expected.",
+    # an attribute of the package's object (configargparse's `ns.verbose`): the attribute after
+    # the object's making, never its bare value ("`[3]` gives `[3]`")
+    "test_attribute_of_what_the_package_made": "`t.items` gives `[3]`, but a false value was expected.",
     # unittest's regex and type assertions, and assertRaisesRegex's callable after the regex
     "TestMoreUnittestForms::test_assert_regex":
         "Calling `words.pluralize('child')` returns `'childrens'`, but a value matching the regular expression "
