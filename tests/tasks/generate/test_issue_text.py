@@ -536,6 +536,12 @@ PACKAGE = {
                 self.assertIsInstance(words.split_first("a b"), list)
             def test_assert_raises_regex_callable(self):
                 self.assertRaisesRegex(ValueError, "negative", words.parse_count, "-4")
+        class TestBoundMethods(unittest.TestCase):
+            def setUp(self):
+                self.bag = Bag(1)
+                self.count = self.bag.count
+            def test_bound_method_set_in_setup(self):
+                self.assertEqual(self.count(1), 1)
         def test_attribute_of_what_the_package_made():
             t = Tally(3)
             assert not t.items
@@ -652,6 +658,10 @@ CASES = {
     # an attribute of the package's object (configargparse's `ns.verbose`): the attribute after
     # the object's making, never its bare value ("`[3]` gives `[3]`")
     "test_attribute_of_what_the_package_made": "`t.items` gives `[3]`, but a false value was expected.",
+    # a method of an object the test case made in setUp (configargparse's `self.parse`): called
+    # on an object of its class, never on the class itself (`Bag.count(1)` is another call)
+    "TestBoundMethods::test_bound_method_set_in_setup":
+        "Calling `bag.count(1)` returns `0`, but `1` was expected.",
     # unittest's regex and type assertions, and assertRaisesRegex's callable after the regex
     "TestMoreUnittestForms::test_assert_regex":
         "Calling `words.pluralize('child')` returns `'childrens'`, but a value matching the regular expression "
@@ -722,6 +732,11 @@ def test_test_case_attributes_show_the_package_calls_they_make(failures):
     assert s.context == ("bag = Bag(1)", "bag.add(2)") and s.text.startswith("`bag` is `Bag(1, 2)`")
     s = said(failures, "test_object_of_the_tests_own_class")
     assert s.context == ("bag = MyBag(1)", "class MyBag(Bag):\n    pass") and s.callee == "size_of"
+    s = said(failures, "TestBoundMethods::test_bound_method_set_in_setup")  # made in setUp: its class, arguments elided
+    assert s.context == ("bag = words.core.Bag(...)",) and s.api == "words.core.Bag.count"
+    assert write_issue([s], random.Random(0)).endswith(
+        "After `bag = words.core.Bag(...)`, calling `bag.count(1)` returns `0`, but `1` was expected. "
+        "`count` is defined in `words/core.py`.")
     s = said(failures, "TestCaseAttributes::test_one_line_helper_method")
     assert s.context == ("double = words.core.memoize(lambda x: 2 * x)",)
     assert (s.api, s.callee, s.file) == ("words.core.memoize", "memoize", "words/core.py")
