@@ -73,7 +73,9 @@ def issue_for(failures: Iterable[Failure], read: Callable[[str], TestFile | None
     common reason its failing tests gave, or that every issue would show the changed line."""
     symptoms: list[Symptom] = []
     reasons: Counter[str] = Counter()
-    failures = list(failures)[:limit]
+    # the capture describes only the first failures of a run (in run order, not the order of
+    # these ids): the described ones first, so the limit does not leave them all out
+    failures = sorted(failures, key=lambda f: f.detail is None)[:limit]
     for f in failures:
         s = symptom(f, read)
         if isinstance(s, Symptom):

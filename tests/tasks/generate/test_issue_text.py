@@ -970,6 +970,15 @@ def test_plain_sentence_from_the_crash_line_alone(failures):
                      random.Random(0)) == (None, "no failure detail was recorded")
 
 
+def test_described_failures_come_before_the_limit(failures):
+    """The capture describes the first failures of a run only: a bug breaking hundreds of tests
+    has its described ones anywhere in its list, and they are the ones read."""
+    read = _read(failures["_root"])
+    bare = [Failure(f"tests/test_words.py::t{i}", "AssertionError", [], None) for i in range(50)]
+    text, why = issue_for([*bare, failures["test_loop"]], read, random.Random(0), limit=40)
+    assert why == "" and "`words.ordinal(3)` returns `'th'`" in text
+
+
 def test_plain_sentence_never_shows_the_changed_line(failures):
     read = _read(failures["_root"])
     f = [failures["test_unprintable_argument[key0]"]]
