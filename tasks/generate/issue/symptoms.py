@@ -65,6 +65,23 @@ def _comparison(r: Reader, call_text: str, call: ast.expr, op: str, actual: str,
     raise Unshowable(f"an assert with `{op}`")
 
 
+def _unknown_actual(r: Reader, call_text: str, call: ast.expr, op: str, expected: str, api_left: bool) -> str:
+    """The sentence for a failed comparison whose compared value was not recorded: only what
+    its failing says (`==` failed: a value other than the expected one)."""
+    flipped = op if api_left else _FLIP.get(op, op)
+    got = {"==": f"a value other than `{expected}`", "is": f"an object other than `{expected}`",
+           "!=": f"a value equal to `{expected}`", "is not": f"`{expected}` itself",
+           "in": f"a value not in `{expected}`" if api_left else f"a value without `{expected}`",
+           "not in": f"a value in `{expected}`" if api_left else f"a value containing `{expected}`"}.get(op)
+    if got is None and flipped in _COMPARE_WORDS:
+        got = f"a value not {_COMPARE_WORDS[flipped]} `{expected}`"
+    if got is None:
+        raise Unshowable(f"an assert with `{op}`")
+    lead, verb = _verb(r, call)
+    want = _comparison(r, call_text, call, op, "", expected, api_left).split(", but ", 1)[1]
+    return f"{lead}`{call_text}` {verb} {got}, but {want}"
+
+
 _UNITTEST_OPS = {
     "assertEqual": "==", "assertEquals": "==", "failUnlessEqual": "==", "assertListEqual": "==",
     "assertTupleEqual": "==", "assertDictEqual": "==", "assertSetEqual": "==", "assertSequenceEqual": "==",
@@ -253,7 +270,12 @@ def _compare(r: Reader, test: ast.Compare, records: list[dict], message: str) ->
     else:
         sides = _explained_sides(message)
         if sides is None:
-            raise Unshowable("no compared values recorded")
+            # no operands recorded (a test module pytest did not rewrite): what the failed
+            # comparison itself says of the call's value, against the expected side
+            expected = r.value(None, other, exact=True)
+            if expected is None:
+                raise Unshowable("no compared values recorded")
+            return _sym(r, shown, _unknown_actual(r, r.render(shown), shown, op.strip(), expected, api_left))
         actual, expected = (sides if api_left else sides[::-1])
         if not printable(expected):
             expected = r.value(None, other, exact=True)
@@ -310,7 +332,10 @@ def _truth(r: Reader, test: ast.expr, message: str) -> Symptom:
     text = r.render(shown)
     lead, verb = _verb(r, shown)
     if value is None:
-        raise Unshowable("no value recorded for the asserted expression")
+        # no explanation (a test module pytest did not rewrite, or the assert's own message):
+        # the failed `assert x` itself says x was false
+        return _sym(r, shown, f"{lead}`{text}` {verb} a {'true' if negated else 'false'} value, but {want} was "
+                              "expected.")
     sentence = f"{lead}`{text}` {verb} `{clip(value)}`, but {want} was expected."
     calls = r.api_calls(shown)
     if calls and calls[0][0] is not shown:

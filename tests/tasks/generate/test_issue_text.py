@@ -751,6 +751,26 @@ def test_unittest_operands_read_back_with_sorted_keys(failures):
     assert symptom(sorted_back, _read(failures["_root"])).text == CASES["TestUnittestStyle::test_assert_equal"]
 
 
+@pytest.mark.parametrize("name,text", [
+    ("test_loop", "Calling `words.ordinal(3)` returns a value other than `'rd'`, but `'rd'` was expected."),
+    ("test_other_comparisons",
+     "Calling `words.clamp(12, 0, 10)` returns a value not at most `10`, but a value at most `10` was expected."),
+    ("test_membership", "Calling `words.pluralize('child')` returns a value not in `('children', 'kids')`, but one of "
+                        "`('children', 'kids')` was expected."),
+    ("test_truthiness", "Calling `words.is_plural('cats')` returns a false value, but a true value was expected."),
+])
+def test_failed_assert_without_recorded_values(failures, name, text):
+    """A test module pytest did not rewrite reports a bare `AssertionError` and no operands: the
+    sentence says only what the failed comparison itself does (before: no issue at all)."""
+    f = failures[name]
+    detail = json.loads(json.dumps(f.detail))
+    detail["compares"], detail["exc"]["message"] = [], ""
+    bare = Failure(f.nodeid, "AssertionError", f.entries, detail)
+    assert symptom(bare, _read(failures["_root"])).text == text
+    assert_issue_rules(write_issue([symptom(bare, _read(failures["_root"]))], random.Random(0)),
+                       PUBLIC | {"words"}, "words")
+
+
 def test_private_helper_is_shown_by_the_public_call(failures):
     s = said(failures, "test_parametrized_expected_on_the_left[child-children]")
     assert (s.api, s.callee) == ("words.pluralize", "pluralize")
