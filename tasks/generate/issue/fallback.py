@@ -10,8 +10,9 @@ first line of the failed assertion's own report (pytest's `assert 1 == 2`, unitt
 
 The function named is the package's entry the test called (the first package frame below the
 test's in the traceback), else the package's public function or class the failing statement
-(or, failing that, the test before it) calls. A private entry is named by the public caller
-only when the test reached it through one; otherwise the failure gives no sentence.
+(or, failing that, the test before it) calls, directly or through a helper the test file
+defines. A private entry (a test calling `_helper` itself) is never named; with no public one
+to name, the failure gives no sentence.
 
 What this does not guarantee: the arguments the test passed (no values are shown: that is what
 the specific forms in `symptoms` are for), nor that the failed check is about the named
@@ -218,10 +219,13 @@ def _package_callable(frame: Frame, call: ast.Call, read: Callable[[str], TestFi
 
 def _expected_raise(frame: Frame, read: Callable[[str], TestFile | None]) -> str | None:
     """The exception class a `with pytest.raises(E)` / `assertRaises(E)` around the failing line
-    names, '' when the line is in no such block, None when the expectation is not a class name."""
+    names, '' when the line is in no such block, None when that is not known (the test file not
+    read) or the expectation is not a class name."""
     tf = read(frame.path or "")
     scope = tf.scope(frame.first, frame.func, frame.line) if isinstance(tf, TestFile) else None
     stmt = tf.statement(scope, frame.line) if scope is not None else None
+    if stmt is None:
+        return None
     node = stmt
     while node is not None and node is not scope:
         if isinstance(node, ast.With):
@@ -264,12 +268,11 @@ def fallback(failure: Failure, read: Callable[[str], TestFile | None]) -> Sympto
         shown = report if report.startswith("assert ") else f"{kind}: {report}"
         text = f"A test of `{api}` fails its check: `{shown}`."
     else:
-        wanted = _expected_raise(frames[i], read) if i is not None else ""
-        if wanted is None:
-            return Dropped("the expected exception is not a class name")
+        wanted = _expected_raise(frames[i], read) if i is not None else None
         if wanted and wanted.rsplit(".", 1)[-1] == kind:
             return Dropped("the test expected the exception that was raised")
         lead = f"Calling `{api}` raises" if inner is not None else f"A test of `{api}` fails with"
-        tail = f", but `{wanted}` was expected" if wanted else ", but no error was expected" if i is not None else ""
+        # what was expected instead only when the test's own statement says it
+        tail = f", but `{wanted}` was expected" if wanted else ", but no error was expected" if wanted == "" else ""
         text = f"{lead} `{exception_text(exc)}`{tail}."
     return Symptom(api, api, callee, file, text, ())
