@@ -141,13 +141,65 @@ def _named_in_test(frame: Frame, read: Callable[[str], TestFile | None]) -> tupl
     stmt = tf.statement(scope, frame.line)
     # the failing statement's calls (a `with` block's body too: "DID NOT RAISE" is reported at
     # its `with` line), then those before it
-    at = [n for n in ast.walk(stmt) if isinstance(n, ast.Call)] if stmt is not None else []
-    calls = at + [n for n in ast.walk(scope) if isinstance(n, ast.Call) and n.lineno < (stmt or scope).lineno]
-    for group in (at, [n for n in calls if n not in at]):
+    at = _run_calls(stmt) if stmt is not None else []
+    calls = [n for n in _run_calls(scope) if n.lineno < (stmt or scope).lineno]
+    for group in (at, calls):
         for call in sorted(group, key=lambda n: (n.lineno, n.col_offset), reverse=True):
-            found = _package_callable(frame, call, read) or _through_local_helper(frame, tf, call, read)
+            found = _package_callable(frame, call, read) or _through_local_helper(frame, tf, call, read) \
+                or _test_class_method(frame, tf, call, read)
             if found is not None:
                 return found
+    return None
+
+
+def _run_calls(node: ast.AST) -> list[ast.Call]:
+    """The calls `node` makes itself: not those in the bodies of functions, classes and
+    lambdas it defines (a validator's `raise ValidationError(...)` runs only if called), nor in
+    a `raise` (the exception the test makes is not what it tests)."""
+    out: list[ast.Call] = []
+
+    def walk(n: ast.AST) -> None:
+        for child in ast.iter_child_nodes(n):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Raise)):
+                continue
+            if isinstance(child, ast.Call):
+                out.append(child)
+            walk(child)
+
+    if isinstance(node, ast.Call):
+        out.append(node)
+    walk(node)
+    return out
+
+
+def _test_class_method(frame: Frame, tf: TestFile, call: ast.Call, read: Callable[[str], TestFile | None]
+                       ) -> tuple[str, str, str] | None:
+    """The package's method called on an object of a class the test file defines as a subclass
+    of the package's class (`schema.validate(...)` with `class Schema2(Schema)`, or
+    `VSchema().load(...)`) and does not override: named by the package's class."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr.startswith("_"):
+        return None
+    base = func.value
+    if isinstance(base, ast.Call):  # `VSchema().load(...)`: the class called
+        cls_name = dotted_name(base.func)
+    else:
+        d = frame.names.get(dotted_name(base) or "") or {}
+        cls_name = (d.get("qualname") or "").rsplit(".", 1)[-1] \
+            if d.get("kind") == "value" and d.get("file") == frame.path else None
+    classes = [n for n in ast.walk(tf.tree) if isinstance(n, ast.ClassDef) and n.name == cls_name]
+    if len(classes) != 1 or any(isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef)) and x.name == func.attr
+                                for x in classes[0].body):
+        return None
+    for b in classes[0].bases:
+        d = frame.names.get(dotted_name(b) or "") or {}
+        parent = public_name(d) if d.get("kind") == "class" and package_file(d) and \
+            read(package_file(d) or "") is not None else None
+        # a class statement at the top of the test file: its names are not the test's, its imports are
+        parent = parent or _imported(tf, dotted_name(b) or "", read)
+        api = _public_api(f"{parent}.{func.attr}") if parent else None
+        if api:
+            return api, "", func.attr
     return None
 
 
@@ -162,18 +214,24 @@ def _through_local_helper(frame: Frame, tf: TestFile, call: ast.Call, read: Call
     fn = tf.function_at(int(d.get("line") or 0))
     if fn is None:
         return None
-    imported = {a.asname or a.name: a.name for n in ast.walk(tf.tree) if isinstance(n, ast.Import) for a in n.names}
     for node in sorted((n for n in ast.walk(fn) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)):
-        dotted = dotted_name(node.func) or ""
-        head, _, rest = dotted.partition(".")
-        module = f"{imported[head]}.{rest}" if head in imported and rest else \
-            f"{tf.imported_from[head]}.{head}" if head in tf.imported_from and not rest else None
-        if module is None or _private(module):
-            continue
-        if _module_file(module.rsplit(".", 1)[0], read) is not None:
+        name = _imported(tf, dotted_name(node.func) or "", read)
+        if name is not None:
             # the file the name is defined in is not known (a package re-exports): none is said
-            return module, "", module.rsplit(".", 1)[-1]
+            return name, "", name.rsplit(".", 1)[-1]
     return None
+
+
+def _imported(tf: TestFile, dotted: str, read: Callable[[str], TestFile | None]) -> str | None:
+    """`words.parse_count` for `words.parse_count` (after `import words`) or `parse_count` (after
+    `from words import parse_count`) when the module is the repository's and no part is private."""
+    imported = {a.asname or a.name: a.name for n in ast.walk(tf.tree) if isinstance(n, ast.Import) for a in n.names}
+    head, _, rest = dotted.partition(".")
+    name = f"{imported[head]}.{rest}" if head in imported and rest else \
+        f"{tf.imported_from[head]}.{dotted}" if head in tf.imported_from else None
+    if name is None or _private(name) or _module_file(name.rsplit(".", 1)[0], read) is None:
+        return None
+    return name
 
 
 def _module_file(module: str, read: Callable[[str], TestFile | None]) -> str | None:

@@ -542,6 +542,14 @@ PACKAGE = {
                 self.count = self.bag.count
             def test_bound_method_set_in_setup(self):
                 self.assertEqual(self.count(1), 1)
+        class CountingBag(Bag):
+            pass
+        def test_method_of_the_tests_own_subclass():
+            bag = CountingBag(1, 1)
+            n = bag.count(1)
+            def unused():
+                return words.ordinal(1)
+            assert n == 2 or not unused
         def test_attribute_of_what_the_package_made():
             t = Tally(3)
             assert not t.items
@@ -956,6 +964,10 @@ FALLBACKS = {
                                              "`AssertionError: 1 != 2`.",
     # a `raises` block that reaches the package through the test file's own helper
     "test_raises_through_a_local_helper": "A call of `words.parse_count` does not raise `ValueError`, but it should.",
+    # a method of the test's own subclass of the package's class (marshmallow's `class
+    # Schema2(Schema)` and `schema.validate(...)`), named by the package's class; never a call in
+    # a function the test defines and does not call (a validator's `raise ValidationError(...)`)
+    "test_method_of_the_tests_own_subclass": "A test of `words.Bag.count` fails its check: `assert (1 == 2 or",
     # an argument with no printable value: the entry the traceback shows, and the exception
     "test_unprintable_argument[key0]": "Calling `words.core.parse_count` raises `AttributeError: 'object' object has "
                                        "no attribute 'isdigit'`, but no error was expected.",
