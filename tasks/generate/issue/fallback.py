@@ -146,7 +146,7 @@ def _named_in_test(frame: Frame, read: Callable[[str], TestFile | None]) -> tupl
     for group in (at, calls):
         for call in sorted(group, key=lambda n: (n.lineno, n.col_offset), reverse=True):
             found = _package_callable(frame, call, read) or _through_local_helper(frame, tf, call, read) \
-                or _test_class_method(frame, tf, call, read)
+                or _test_class_method(frame, tf, scope, call, read)
             if found is not None:
                 return found
     return None
@@ -172,8 +172,8 @@ def _run_calls(node: ast.AST) -> list[ast.Call]:
     return out
 
 
-def _test_class_method(frame: Frame, tf: TestFile, call: ast.Call, read: Callable[[str], TestFile | None]
-                       ) -> tuple[str, str, str] | None:
+def _test_class_method(frame: Frame, tf: TestFile, scope: ast.AST, call: ast.Call,
+                       read: Callable[[str], TestFile | None]) -> tuple[str, str, str] | None:
     """The package's method called on an object of a class the test file defines as a subclass
     of the package's class (`schema.validate(...)` with `class Schema2(Schema)`, or
     `VSchema().load(...)`) and does not override: named by the package's class."""
@@ -187,7 +187,10 @@ def _test_class_method(frame: Frame, tf: TestFile, call: ast.Call, read: Callabl
         d = frame.names.get(dotted_name(base) or "") or {}
         cls_name = (d.get("qualname") or "").rsplit(".", 1)[-1] \
             if d.get("kind") == "value" and d.get("file") == frame.path else None
-    classes = [n for n in ast.walk(tf.tree) if isinstance(n, ast.ClassDef) and n.name == cls_name]
+    # the test's own `class MySchema(Schema)` before the call, else the file's only one of that name
+    local = [n for n in ast.walk(scope) if isinstance(n, ast.ClassDef) and n.name == cls_name
+             and n.lineno < call.lineno]
+    classes = local[-1:] or [n for n in tf.tree.body if isinstance(n, ast.ClassDef) and n.name == cls_name]
     if len(classes) != 1 or any(isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef)) and x.name == func.attr
                                 for x in classes[0].body):
         return None
