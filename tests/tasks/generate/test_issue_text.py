@@ -550,6 +550,16 @@ PACKAGE = {
             def unused():
                 return words.ordinal(1)
             assert n == 2 or not unused
+        def test_local_subclass_passes():
+            class LocalBag(Bag):
+                pass
+            assert LocalBag(1).count(1) == 0
+        def test_local_subclass_of_the_same_name():
+            class LocalBag(Bag):
+                def size(self):
+                    return 0
+            with pytest.raises(ValueError):
+                LocalBag(1).count(1)
         def test_attribute_of_what_the_package_made():
             t = Tally(3)
             assert not t.items
@@ -968,6 +978,8 @@ FALLBACKS = {
     # Schema2(Schema)` and `schema.validate(...)`), named by the package's class; never a call in
     # a function the test defines and does not call (a validator's `raise ValidationError(...)`)
     "test_method_of_the_tests_own_subclass": "A test of `words.Bag.count` fails its check: `assert (1 == 2 or",
+    # ... the test's own class of that name (marshmallow's many local `class MySchema(Schema)`)
+    "test_local_subclass_of_the_same_name": "A call of `words.core.Bag.count` does not raise `ValueError`, but it should.",
     # an argument with no printable value: the entry the traceback shows, and the exception
     "test_unprintable_argument[key0]": "Calling `words.core.parse_count` raises `AttributeError: 'object' object has "
                                        "no attribute 'isdigit'`, but no error was expected.",
