@@ -22,7 +22,11 @@ class's one-line helper method as the call it returns (`self.cache(2)` ->
 `cachetools.Cache(maxsize=2)`). An assert failing in the suite's own helper (`assert_equal` in
 a `common.py`) is read as the caller's assert, with the caller's arguments in place of the
 helper's parameters. A failing test whose statement cannot be shown this way gives a `Dropped`
-with its reason, and `issue_for` says why a bug got no issue at all.
+with its reason. When none of a bug's failing tests can be shown with values, `issue_for` falls
+back to a plainer sentence (`fallback`): the package's public function the test reaches and
+what the run reported (the exception and its message, the exception not raised, or the failed
+assertion's own report line), with no values; only when even that cannot be said truthfully
+does it say why a bug got no issue at all.
 
 What this does not guarantee: values are those at the moment the test failed (an argument the
 buggy call mutated shows its mutated value), a setup statement shows the test's own expression,
@@ -31,7 +35,7 @@ not a minimal reproduction, and an issue describes at most two failing tests.
 The rooms, in the order a failure passes through them: `records` (Failure, Symptom, Dropped,
 Target), `source` (the test file parsed, traceback frames, small helpers), `render` (names
 resolved to values, setup and definitions), `symptoms` (the kinds of failure, one sentence
-each), `write` (the issue from the symptoms).
+each), `fallback` (the plain sentence), `write` (the issue from the symptoms).
 """
 from fixrl.tasks.generate.issue.records import Dropped, Failure, Symptom, Target
 from fixrl.tasks.generate.issue.source import parse_test_file

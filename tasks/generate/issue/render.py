@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 from collections.abc import Callable
 
 from fixrl.tasks.format.materialize import is_test_path
@@ -291,6 +292,29 @@ class Reader:
             return clip(text)
         return None
 
+    def receiver(self, d: dict) -> str | None:
+        """The object a test case's bound method (`self.parse`, set in `setUp` as
+        `self.parser.parse_args`) is called on, shown as a variable made by its class with the
+        test's arguments elided (`argument_parser = configargparse.ArgumentParser(...)`): calling
+        the method on its class (`ArgumentParser.parse_args([...])`) would be another call. None
+        when the class is not a public class of the package recorded in the test frame."""
+        cls = d.get("bound") or ""
+        made = [x for x in self.names.values() if x.get("kind") == "value" and x.get("qualname") == cls
+                and package_file(x) and x.get("module")]
+        modules = {x["module"] for x in made}
+        if not modules and (d.get("qualname") or "").startswith(f"{cls}.") and d.get("module"):
+            modules = {d["module"]}  # the method is the class's own: the class is in its module
+        path = f"{modules.pop()}.{cls}" if len(modules) == 1 else None
+        if path is None or any(p.startswith("_") for p in path.split(".")) or not cls.isidentifier():
+            return None
+        var = re.sub(r"(?<!^)(?=[A-Z])", "_", cls).lower()
+        if var in self.names or var in self.binds:
+            return None
+        line = f"{var} = {path}(...)"
+        if line not in self.setup:
+            self.setup.append(line)
+        return var
+
     def context(self) -> tuple[str, ...]:
         return tuple(self.setup) + tuple(self.defs)
 
@@ -313,6 +337,9 @@ class _Substitute(ast.NodeTransformer):
             public = public_name(d) if package_file(d) else None
             if public is None:
                 raise Unshowable("the test uses attributes of its test case")
+            receiver = self.r.receiver(d) if d.get("bound") else None
+            if receiver is not None:  # `self.parse = self.parser.parse_args`: a method of an object
+                return ast.copy_location(ast.parse(f"{receiver}.{own}", mode="eval").body, node)
             return ast.copy_location(ast.parse(public, mode="eval").body, node)
         if path and is_test_path(path):
             self.r.add_definition(own if own.isidentifier() else written, d)
@@ -372,6 +399,10 @@ class _Substitute(ast.NodeTransformer):
             return self._named(node, dotted, d)
         if readable(d) is None and dotted.startswith("self."):
             raise Unshowable("the test uses attributes of its test case")
+        if not dotted.startswith("self.") and self.r.from_api(dotted.split(".", 1)[0]) is not None:
+            # `ns.verbose` of `ns = parse_args(...)`: the attribute of what the package made, after
+            # its making; its value alone (`True`) would say nothing of the package
+            return self.generic_visit(node)
         return self._value(node, d)
 
     def visit_Name(self, node: ast.Name) -> ast.AST:

@@ -65,6 +65,23 @@ def _comparison(r: Reader, call_text: str, call: ast.expr, op: str, actual: str,
     raise Unshowable(f"an assert with `{op}`")
 
 
+def _unknown_actual(r: Reader, call_text: str, call: ast.expr, op: str, expected: str, api_left: bool) -> str:
+    """The sentence for a failed comparison whose compared value was not recorded: only what
+    its failing says (`==` failed: a value other than the expected one)."""
+    flipped = op if api_left else _FLIP.get(op, op)
+    got = {"==": f"a value other than `{expected}`", "is": f"an object other than `{expected}`",
+           "!=": f"a value equal to `{expected}`", "is not": f"`{expected}` itself",
+           "in": f"a value not in `{expected}`" if api_left else f"a value without `{expected}`",
+           "not in": f"a value in `{expected}`" if api_left else f"a value containing `{expected}`"}.get(op)
+    if got is None and flipped in _COMPARE_WORDS:
+        got = f"a value not {_COMPARE_WORDS[flipped]} `{expected}`"
+    if got is None:
+        raise Unshowable(f"an assert with `{op}`")
+    lead, verb = _verb(r, call)
+    want = _comparison(r, call_text, call, op, "", expected, api_left).split(", but ", 1)[1]
+    return f"{lead}`{call_text}` {verb} {got}, but {want}"
+
+
 _UNITTEST_OPS = {
     "assertEqual": "==", "assertEquals": "==", "failUnlessEqual": "==", "assertListEqual": "==",
     "assertTupleEqual": "==", "assertDictEqual": "==", "assertSetEqual": "==", "assertSequenceEqual": "==",
@@ -112,6 +129,11 @@ def _api(r: Reader, shown: ast.expr) -> tuple[str, dict]:
 
 def _sym(r: Reader, shown: ast.expr, text: str) -> Symptom:
     dotted, d = _api(r, shown)
+    try:  # `self.flag` rendered as `True`: "`True` gives `True`" says nothing of the package
+        ast.literal_eval(r.render(shown))
+        raise Unshowable("the asserted expression shows only as its value")
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        pass
     callee = ((in_package(d) or d).get("qualname") or dotted).rsplit(".", 1)[-1]
     return Symptom(r.render(shown), dotted, callee, package_file(d) or "", text, r.context())
 
@@ -126,14 +148,21 @@ def _no_raise(r: Reader, body: list[ast.AST] | ast.expr, expected: str) -> Sympt
     return _sym(r, call, f"Calling `{text}` does not raise `{expected}`, but it should.")
 
 
+_RAISES_WITH_REGEX = {"assertRaisesRegex", "assertRaisesRegexp"}
+
+
 def _raises_call(node: ast.Call) -> ast.expr | None:
-    """`raises(E, lambda: f(x))` / `raises(E, f, x)` -> `f(x)`."""
-    if len(node.args) < 2:
+    """`raises(E, lambda: f(x))` / `raises(E, f, x)` / `assertRaisesRegex(E, regex, f, x)` ->
+    `f(x)`."""
+    at = 2 if call_name(node) in _RAISES_WITH_REGEX else 1
+    if len(node.args) <= at:
         return None
-    fn = node.args[1]
+    fn = node.args[at]
     if isinstance(fn, ast.Lambda) and not fn.args.args:
         return fn.body
-    return ast.Call(func=fn, args=node.args[2:], keywords=[k for k in node.keywords if k.arg not in ("match", "msg")])
+    # placed where the `raises` call is: the synthesised call is ordered by its line like any other
+    return ast.copy_location(ast.Call(func=fn, args=node.args[at + 1:], keywords=[
+        k for k in node.keywords if k.arg not in ("match", "msg", "expected_regex")]), node)
 
 
 def _expected_raise(r: Reader, stmt: ast.AST) -> str | None:
@@ -241,7 +270,12 @@ def _compare(r: Reader, test: ast.Compare, records: list[dict], message: str) ->
     else:
         sides = _explained_sides(message)
         if sides is None:
-            raise Unshowable("no compared values recorded")
+            # no operands recorded (a test module pytest did not rewrite): what the failed
+            # comparison itself says of the call's value, against the expected side
+            expected = r.value(None, other, exact=True)
+            if expected is None:
+                raise Unshowable("no compared values recorded")
+            return _sym(r, shown, _unknown_actual(r, r.render(shown), shown, op.strip(), expected, api_left))
         actual, expected = (sides if api_left else sides[::-1])
         if not printable(expected):
             expected = r.value(None, other, exact=True)
@@ -298,7 +332,10 @@ def _truth(r: Reader, test: ast.expr, message: str) -> Symptom:
     text = r.render(shown)
     lead, verb = _verb(r, shown)
     if value is None:
-        raise Unshowable("no value recorded for the asserted expression")
+        # no explanation (a test module pytest did not rewrite, or the assert's own message):
+        # the failed `assert x` itself says x was false
+        return _sym(r, shown, f"{lead}`{text}` {verb} a {'true' if negated else 'false'} value, but {want} was "
+                              "expected.")
     sentence = f"{lead}`{text}` {verb} `{clip(value)}`, but {want} was expected."
     calls = r.api_calls(shown)
     if calls and calls[0][0] is not shown:
@@ -338,6 +375,28 @@ def _unittest(r: Reader, call: ast.Call) -> Symptom:
         lead, verb = _verb(r, shown)
         return _sym(r, shown, f"{lead}`{r.render(shown)}` {verb} `{actual}`, but {_UNITTEST_UNARY[method]} "
                               "was expected.")
+    if method in _UNITTEST_REGEX and len(call.args) >= 2:
+        shown = r.observed(call.args[0])
+        if shown is None:
+            raise Unshowable("the assertion calls nothing of the package")
+        actual = r.value(values[0], None, exact=False) if len(values) > 1 else None
+        pattern = r.value(values[1] if len(values) > 1 else None, call.args[1], exact=True)
+        if actual is None or pattern is None:
+            raise Unshowable("a compared value has no printable form")
+        lead, verb = _verb(r, shown)
+        return _sym(r, shown, f"{lead}`{r.render(shown)}` {verb} `{actual}`, but a value "
+                              f"{_UNITTEST_REGEX[method]} the regular expression `{pattern}` was expected.")
+    if method in _UNITTEST_TYPES and len(call.args) >= 2:
+        shown = r.observed(call.args[0])
+        if shown is None:
+            raise Unshowable("the assertion calls nothing of the package")
+        actual = r.value(values[0], None, exact=False) if values else None
+        kind = r.render(call.args[1])
+        if actual is None:
+            raise Unshowable("no value recorded for the asserted expression")
+        lead, verb = _verb(r, shown)
+        return _sym(r, shown, f"{lead}`{r.render(shown)}` {verb} `{actual}`, but {_UNITTEST_TYPES[method]} "
+                              f"`{kind}` was expected.")
     if method in RAISES:
         inner = _raises_call(call)
         if inner is not None:
@@ -345,7 +404,11 @@ def _unittest(r: Reader, call: ast.Call) -> Symptom:
     raise Unshowable(f"unittest's `{method}`")
 
 
-_UNITTEST_PAIRS = [("first", "second"), ("member", "container"), ("expr1", "expr2"), ("a", "b"), ("list1", "list2"),
+_UNITTEST_REGEX = {"assertRegex": "matching", "assertRegexpMatches": "matching", "assertNotRegex": "not matching",
+                   "assertNotRegexpMatches": "not matching"}
+_UNITTEST_TYPES = {"assertIsInstance": "an instance of", "assertNotIsInstance": "anything but an instance of"}
+_UNITTEST_PAIRS = [("first", "second"), ("member", "container"), ("text", "expected_regex"),
+                   ("text", "unexpected_regex"), ("obj", "cls"), ("expr1", "expr2"), ("a", "b"), ("list1", "list2"),
                    ("tuple1", "tuple2"), ("d1", "d2"), ("set1", "set2"), ("seq1", "seq2"), ("expr",), ("obj",)]
 
 

@@ -6,6 +6,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterable
 
+from fixrl.tasks.generate.issue.fallback import fallback
 from fixrl.tasks.generate.issue.records import Failure, Symptom, Target
 from fixrl.tasks.generate.issue.source import TestFile
 from fixrl.tasks.generate.issue.symptoms import symptom
@@ -72,16 +73,22 @@ def issue_for(failures: Iterable[Failure], read: Callable[[str], TestFile | None
     common reason its failing tests gave, or that every issue would show the changed line."""
     symptoms: list[Symptom] = []
     reasons: Counter[str] = Counter()
-    for f in list(failures)[:limit]:
+    # the capture describes only the first failures of a run (in run order, not the order of
+    # these ids): the described ones first, so the limit does not leave them all out
+    failures = sorted(failures, key=lambda f: f.detail is None)[:limit]
+    for f in failures:
         s = symptom(f, read)
         if isinstance(s, Symptom):
             symptoms.append(s)
         else:
             reasons[s.reason] += 1
     if not symptoms:
-        if not reasons:
-            return None, "no failing test was recorded"
-        return None, reasons.most_common(1)[0][0]
+        # No failing test shows with values: the plain sentence of what the run reported (the
+        # first reason stays the count's, so a report says why the specific forms failed)
+        plain = [s for s in (fallback(f, read) for f in failures) if isinstance(s, Symptom)]
+        if not plain:
+            return None, reasons.most_common(1)[0][0] if reasons else "no failing test was recorded"
+        symptoms = plain
     symptoms.sort(key=lambda s: _rank(s, target))
     text = write_issue(symptoms, rng, forbidden)
     return (text, "") if text else (None, "every issue would show the changed line")

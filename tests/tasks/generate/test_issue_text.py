@@ -529,6 +529,49 @@ PACKAGE = {
             def test_one_line_helper_method(self):
                 double = self.decorator(lambda x: 2 * x)
                 self.assertEqual(double(2), 4)
+        class TestMoreUnittestForms(unittest.TestCase):
+            def test_assert_regex(self):
+                self.assertRegex(words.pluralize("child"), "^children$")
+            def test_assert_is_instance(self):
+                self.assertIsInstance(words.split_first("a b"), list)
+            def test_assert_raises_regex_callable(self):
+                self.assertRaisesRegex(ValueError, "negative", words.parse_count, "-4")
+        class TestBoundMethods(unittest.TestCase):
+            def setUp(self):
+                self.bag = Bag(1)
+                self.count = self.bag.count
+            def test_bound_method_set_in_setup(self):
+                self.assertEqual(self.count(1), 1)
+        class CountingBag(Bag):
+            pass
+        def test_method_of_the_tests_own_subclass():
+            bag = CountingBag(1, 1)
+            n = bag.count(1)
+            def unused():
+                return words.ordinal(1)
+            assert n == 2 or not unused
+        def test_local_subclass_passes():
+            class LocalBag(Bag):
+                pass
+            assert LocalBag(1).count(1) == 0
+        def test_local_subclass_of_the_same_name():
+            class LocalBag(Bag):
+                def size(self):
+                    return 0
+            with pytest.raises(ValueError):
+                LocalBag(1).count(1)
+        def test_attribute_of_what_the_package_made():
+            t = Tally(3)
+            assert not t.items
+        def parse_twice(text):
+            words.parse_count(text)
+            return words.parse_count(text)
+        def test_raises_through_a_local_helper():
+            with pytest.raises(ValueError):
+                parse_twice("-4")
+        @pytest.mark.parametrize("key", [object()])
+        def test_unprintable_argument(key):
+            words.parse_count(key)
         '''),
 }
 
@@ -555,7 +598,8 @@ def failures(tmp_path_factory) -> dict[str, Failure]:
 
 
 def _read(root: Path):
-    return lambda path: parse_test_file((root / path).read_text())
+    """As the generator reads: a missing file is None."""
+    return lambda path: parse_test_file((root / path).read_text()) if (root / path).is_file() else None
 
 
 def said(failures, name: str) -> Symptom | Dropped:
@@ -629,6 +673,21 @@ CASES = {
     "TestCaseAttributes::test_one_line_helper_raising_in_the_package":
         "Calling `words.core.reduceby(lambda x: x % 2, operator.add, None, int)` raises `TypeError: 'NoneType' "
         "object is not iterable`, but no error was expected.",
+    # an attribute of the package's object (configargparse's `ns.verbose`): the attribute after
+    # the object's making, never its bare value ("`[3]` gives `[3]`")
+    "test_attribute_of_what_the_package_made": "`t.items` gives `[3]`, but a false value was expected.",
+    # a method of an object the test case made in setUp (configargparse's `self.parse`): called
+    # on an object of its class, never on the class itself (`Bag.count(1)` is another call)
+    "TestBoundMethods::test_bound_method_set_in_setup":
+        "Calling `bag.count(1)` returns `0`, but `1` was expected.",
+    # unittest's regex and type assertions, and assertRaisesRegex's callable after the regex
+    "TestMoreUnittestForms::test_assert_regex":
+        "Calling `words.pluralize('child')` returns `'childrens'`, but a value matching the regular expression "
+        "`'^children$'` was expected.",
+    "TestMoreUnittestForms::test_assert_is_instance":
+        "Calling `words.split_first('a b')` returns `('a', 'B')`, but an instance of `list` was expected.",
+    "TestMoreUnittestForms::test_assert_raises_regex_callable":
+        "Calling `words.parse_count('-4')` does not raise `ValueError`, but it should.",
     # an object changed after it was made: the name after its making, never the constructor
     "test_object_changed_after_it_was_made": "`bag` is `Bag(1, 2)`, but a value containing `1` was expected.",
     # a staticmethod of the object (cachetools' `cache.getsizeof`) on an object of the test's
@@ -691,6 +750,11 @@ def test_test_case_attributes_show_the_package_calls_they_make(failures):
     assert s.context == ("bag = Bag(1)", "bag.add(2)") and s.text.startswith("`bag` is `Bag(1, 2)`")
     s = said(failures, "test_object_of_the_tests_own_class")
     assert s.context == ("bag = MyBag(1)", "class MyBag(Bag):\n    pass") and s.callee == "size_of"
+    s = said(failures, "TestBoundMethods::test_bound_method_set_in_setup")  # made in setUp: its class, arguments elided
+    assert s.context == ("bag = words.core.Bag(...)",) and s.api == "words.core.Bag.count"
+    assert write_issue([s], random.Random(0)).endswith(
+        "After `bag = words.core.Bag(...)`, calling `bag.count(1)` returns `0`, but `1` was expected. "
+        "`count` is defined in `words/core.py`.")
     s = said(failures, "TestCaseAttributes::test_one_line_helper_method")
     assert s.context == ("double = words.core.memoize(lambda x: 2 * x)",)
     assert (s.api, s.callee, s.file) == ("words.core.memoize", "memoize", "words/core.py")
@@ -703,6 +767,26 @@ def test_unittest_operands_read_back_with_sorted_keys(failures):
     sorted_back = Failure.from_record(f.nodeid, json.loads(json.dumps(
         {"message": f.message, "entries": f.entries, "detail": f.detail}, sort_keys=True)))
     assert symptom(sorted_back, _read(failures["_root"])).text == CASES["TestUnittestStyle::test_assert_equal"]
+
+
+@pytest.mark.parametrize("name,text", [
+    ("test_loop", "Calling `words.ordinal(3)` returns a value other than `'rd'`, but `'rd'` was expected."),
+    ("test_other_comparisons",
+     "Calling `words.clamp(12, 0, 10)` returns a value not at most `10`, but a value at most `10` was expected."),
+    ("test_membership", "Calling `words.pluralize('child')` returns a value not in `('children', 'kids')`, but one of "
+                        "`('children', 'kids')` was expected."),
+    ("test_truthiness", "Calling `words.is_plural('cats')` returns a false value, but a true value was expected."),
+])
+def test_failed_assert_without_recorded_values(failures, name, text):
+    """A test module pytest did not rewrite reports a bare `AssertionError` and no operands: the
+    sentence says only what the failed comparison itself does (before: no issue at all)."""
+    f = failures[name]
+    detail = json.loads(json.dumps(f.detail))
+    detail["compares"], detail["exc"]["message"] = [], ""
+    bare = Failure(f.nodeid, "AssertionError", f.entries, detail)
+    assert symptom(bare, _read(failures["_root"])).text == text
+    assert_issue_rules(write_issue([symptom(bare, _read(failures["_root"]))], random.Random(0)),
+                       PUBLIC | {"words"}, "words")
 
 
 def test_private_helper_is_shown_by_the_public_call(failures):
@@ -719,6 +803,8 @@ def test_private_helper_is_shown_by_the_public_call(failures):
     ("test_package_object_from_a_loop", "a variable has no printable value"),
     # changed through `outer` (cachetools' stacked decorators): its own setup shows another object
     ("test_object_held_by_another", "the object may have changed through another one"),
+    ("test_raises_through_a_local_helper", "the `raises` block calls nothing of the package"),
+    ("test_unprintable_argument[key0]", "a variable has no printable value"),
     # "raises `TypeError: ...`, but `error` was expected": a variable, not an exception's name
     ("test_pytest_raises_a_parameter[ValueError]", "the expected exception `error` is not a class name"),
 ])
@@ -875,3 +961,70 @@ def test_every_generated_issue_follows_the_rules(shop_suite):
     no_issue = sum(s.no_issue for s in report.per_op.values())
     assert sum(report.no_issue_reasons.values()) == no_issue
     assert no_issue <= report.kept // 4, report.no_issue_reasons
+
+
+# ---------------------------------------------------------------- the plain sentence
+
+# What a failing test no specific form can show still says, from the run alone: the package's
+# public function the test reaches and the run's own report. Each of these gave no issue before.
+FALLBACKS = {
+    # a test case's attribute set in setUp: the method the failing statement calls, and
+    # unittest's own report of the comparison
+    "TestUnittestStyle::test_own_attribute": "A test of `words.core.Tally.total` fails its check: "
+                                             "`AssertionError: 1 != 2`.",
+    # a `raises` block that reaches the package through the test file's own helper
+    "test_raises_through_a_local_helper": "A call of `words.parse_count` does not raise `ValueError`, but it should.",
+    # a method of the test's own subclass of the package's class (marshmallow's `class
+    # Schema2(Schema)` and `schema.validate(...)`), named by the package's class; never a call in
+    # a function the test defines and does not call (a validator's `raise ValidationError(...)`)
+    "test_method_of_the_tests_own_subclass": "A test of `words.Bag.count` fails its check: `assert (1 == 2 or",
+    # ... the test's own class of that name (marshmallow's many local `class MySchema(Schema)`)
+    "test_local_subclass_of_the_same_name": "A call of `words.core.Bag.count` does not raise `ValueError`, but it should.",
+    # an argument with no printable value: the entry the traceback shows, and the exception
+    "test_unprintable_argument[key0]": "Calling `words.core.parse_count` raises `AttributeError: 'object' object has "
+                                       "no attribute 'isdigit'`, but no error was expected.",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FALLBACKS))
+def test_plain_sentence_when_no_value_can_be_shown(failures, name):
+    read = _read(failures["_root"])
+    assert isinstance(said(failures, name), Dropped)
+    text, why = issue_for([failures[name]], read, random.Random(0))
+    assert why == "" and FALLBACKS[name] in text, text
+
+
+def test_plain_sentence_only_when_no_specific_one(failures):
+    """A bug with one test that shows values and one that does not: only the specific one."""
+    read = _read(failures["_root"])
+    text, _ = issue_for([failures["test_unprintable_argument[key0]"], failures["test_loop"]], read,
+                        random.Random(0))
+    assert "words.ordinal(3)" in text and "isdigit" not in text
+
+
+def test_plain_sentence_from_the_crash_line_alone(failures):
+    """A failure whose details were not captured (the capture keeps the first ones of a run):
+    pytest's crash line and traceback entries still name the exception and the entry."""
+    f = failures["test_unprintable_argument[key0]"]
+    bare = Failure(f.nodeid, "AttributeError: 'object' object has no attribute 'isdigit'", f.entries, None)
+    text, why = issue_for([bare], _read(failures["_root"]), random.Random(0))
+    assert "`words.core.parse_count` raises `AttributeError: 'object' object has no attribute 'isdigit'`" in text
+    # nothing to name: no sentence, and the specific forms' reason is kept
+    assert issue_for([Failure(f.nodeid, "AttributeError: x", [], None)], _read(failures["_root"]),
+                     random.Random(0)) == (None, "no failure detail was recorded")
+
+
+def test_described_failures_come_before_the_limit(failures):
+    """The capture describes the first failures of a run only: a bug breaking hundreds of tests
+    has its described ones anywhere in its list, and they are the ones read."""
+    read = _read(failures["_root"])
+    bare = [Failure(f"tests/test_words.py::t{i}", "AssertionError", [], None) for i in range(50)]
+    text, why = issue_for([*bare, failures["test_loop"]], read, random.Random(0), limit=40)
+    assert why == "" and "`words.ordinal(3)` returns `'th'`" in text
+
+
+def test_plain_sentence_never_shows_the_changed_line(failures):
+    read = _read(failures["_root"])
+    f = [failures["test_unprintable_argument[key0]"]]
+    assert issue_for(f, read, random.Random(0), forbidden=["object has no attribute 'isdigit'"]) == \
+        (None, "every issue would show the changed line")
