@@ -5,7 +5,6 @@ from fractions import Fraction
 from pathlib import PurePosixPath
 
 import pytest
-
 from ledger.plan import Slot, Status, plan, receipt_path
 
 

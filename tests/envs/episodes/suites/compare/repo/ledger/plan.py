@@ -1,7 +1,7 @@
 """Payment plans: equal shares of an amount on consecutive days."""
 import enum
 from collections import namedtuple
-from datetime import date, timedelta
+from datetime import timedelta
 from fractions import Fraction
 from pathlib import PurePosixPath
 
