@@ -87,8 +87,11 @@ def _replay(path: Path, backend: str, suites, request) -> None:
         assert info.rule_refusals == 0 and not info.rule_violations, (episode.kind, info.rule_violations)
 
 
-def test_there_are_files_of_both_kinds_and_every_kind_runs_on_every_backend(plan):
+def test_there_are_files_of_both_kinds_and_every_kind_runs_on_every_backend(plan, suites):
     assert {p.parent.name for p in FILES} == {"attacks", "honest"}
+    # An edit the host cannot place (a `./` path the edit tool resolves) is no refusal: replayed.
+    dot = load_episode(HERE / "attacks" / "edit-conftest-dot-path.yaml")
+    assert any(MISMATCH in v for v in static_violations(dot, suites(dot))) and not plan.refusals[str(dot.path)]
     assert sorted(plan.first_of_kind) == KINDS  # each has its local and Docker test
     for key, path in plan.first_of_kind.items():
         same_kind = [p for p in FILES if plan.kind_of[str(p)] == key]
