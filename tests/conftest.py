@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+
+from fixrl.harness.bench.errors import BenchError
+from fixrl.harness.bench.sdist import SdistUnavailable, fetch_sdist
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("FIXRL_CACHE", Path.home() / ".cache" / "fixrl"))
@@ -82,34 +84,18 @@ def ray_cluster():
 @pytest.fixture(scope="session")
 def sdist():
     """`sdist(name, version)` -> the unpacked source distribution of a PyPI package (downloaded
-    once with pip into the cache): real repositories nobody here wrote. Without PyPI the test
-    is skipped, except in CI, where it fails."""
-    import tarfile
-    import zipfile
-
+    once with pip into the cache `fixrl bench repos` shares): real repositories nobody here wrote.
+    Without PyPI the test is skipped, except in CI, where it fails; an archive that does not
+    unpack into one folder fails everywhere."""
     def get(name: str, version: str) -> Path:
-        root = CACHE / "sdists" / f"{name}-{version}"
-        done = root / ".unpacked"
-        if not done.exists():
-            dl = root / "download"
-            dl.mkdir(parents=True, exist_ok=True)
-            r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps",
-                                "-d", str(dl), f"{name}=={version}"], capture_output=True, text=True)
-            archives = sorted(dl.iterdir())
-            if r.returncode != 0 or not archives:
-                why = f"cannot download the {name} {version} source distribution: {r.stderr.strip()[-300:]}"
-                pytest.fail(why) if os.environ.get("CI") else pytest.skip(why)
-            src = root / "src"
-            shutil.rmtree(src, ignore_errors=True)
-            if archives[0].suffix == ".zip":
-                with zipfile.ZipFile(archives[0]) as z:
-                    z.extractall(src)
-            else:
-                with tarfile.open(archives[0]) as t:
-                    t.extractall(src, filter="data")
-            done.write_text(archives[0].name)
-        (top,) = [p for p in (root / "src").iterdir() if p.is_dir()]
-        return top
+        try:
+            return fetch_sdist(name, version, CACHE / "sdists")
+        except SdistUnavailable as e:
+            if os.environ.get("CI"):
+                pytest.fail(str(e))
+            pytest.skip(str(e))
+        except BenchError as e:
+            pytest.fail(str(e))
 
     return get
 

@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 from fixrl.envs.types import EpisodeInfo, Malformed
 from fixrl.harness.agent.envside import EnvSide
-from fixrl.harness.agent.loop import _Episode, _finish, _Loop, episode_seed
+from fixrl.harness.agent.loop import _Episode, _episodes, _finish, _Loop
 from fixrl.harness.agent.policies import GenRequest, Policy
 from fixrl.harness.agent.trajectory import Trajectory
 from fixrl.sandbox import SandboxError
@@ -36,8 +36,7 @@ def run_episodes_async(policy: Policy, tasks: Sequence[Task], n: int, *, env: En
     advancing on its own. Same arguments, same result order, same error handling (a sandbox
     failure ends only its episode, as `error`; any other exception stops the run)."""
     policy.seed(seed)
-    episodes = [_Episode(index=i, group=g, task=task, sample=k, seed=episode_seed(seed, task.id, k))
-                for i, (g, task, k) in enumerate((g, t, k) for g, t in enumerate(tasks) for k in range(n))]
+    episodes = _episodes(tasks, n, seed)
     pending = list(reversed(episodes))
     active: list[_Episode] = []
     results: dict[int, Trajectory] = {}

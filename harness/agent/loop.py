@@ -93,6 +93,13 @@ class _Episode:
     cut_turns: list[int] = dataclasses.field(default_factory=list)
 
 
+def _episodes(tasks: Sequence[Task], n: int, seed: int) -> list[_Episode]:
+    """The run's episodes in result order (task by task, `n` samples each) with their seeds: one
+    list for the lockstep and the asynchronous loop, so both keep the same order and seeds."""
+    return [_Episode(index=i, group=g, task=task, sample=k, seed=episode_seed(seed, task.id, k))
+            for i, (g, task, k) in enumerate((g, t, k) for g, t in enumerate(tasks) for k in range(n))]
+
+
 class _Loop:
     """The driver's side of every episode: prompts, replies and tool turns as token ids. Runs
     in the caller's thread; the environment side (sandboxes, tools, checks) is the EnvSide's."""
@@ -281,8 +288,7 @@ def run_episodes(policy: Policy, tasks: Sequence[Task], n: int, *, env: EnvSide,
         return run_episodes_async(policy, tasks, n, env=env, seed=seed, max_total_tokens=max_total_tokens,
                                   progress=progress)
     policy.seed(seed)
-    episodes = [_Episode(index=i, group=g, task=task, sample=k, seed=episode_seed(seed, task.id, k))
-                for i, (g, task, k) in enumerate((g, t, k) for g, t in enumerate(tasks) for k in range(n))]
+    episodes = _episodes(tasks, n, seed)
     pending = list(reversed(episodes))
     active: list[_Episode] = []
     results: dict[int, Trajectory] = {}

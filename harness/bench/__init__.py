@@ -12,6 +12,7 @@ docs/benchmarks.md, not here.
     grpo_step.py      `fixrl bench grpo-step`: one GRPO update at Qwen2.5 sizes on the CPU, the memory model
     gpu.py            `fixrl bench gpu`: the T4 check (fp16 updates under a 15 GB cap)
     update_worker.py  the subprocess grpo-step and gpu run per model size (`python -m ...`)
+    sdist.py          released source distributions from PyPI, fetched once into a cache (repos, tests)
     proc.py           measuring in a fresh subprocess: peak RSS, CPU seconds, running a worker
     errors.py         BenchError, the bad-input error of every bench
 """

@@ -29,12 +29,7 @@ from __future__ import annotations
 
 import functools
 import re
-import shutil
-import subprocess
-import sys
-import tarfile
 import time
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +42,7 @@ from fixrl import tasks as tasks_pkg
 from fixrl.envs import EnvConfig
 from fixrl.harness.agent.policies.scripted import ScriptedPolicy
 from fixrl.harness.agent.rollouts import open_rollouts
+from fixrl.harness.bench import sdist
 from fixrl.harness.bench.errors import BenchError
 from fixrl.harness.model.tiny import qwen25_tokenizer
 from fixrl.sandbox import SandboxConfig
@@ -194,30 +190,7 @@ class Row:
 
 def fetch_sdist(lib: Lib, cache: Path) -> Path:
     """The unpacked sdist of `lib` (downloaded once with pip into `cache`): its top folder."""
-    root = cache / f"{lib.name}-{lib.version}"
-    done = root / ".unpacked"
-    if not done.exists():
-        dl = root / "download"
-        dl.mkdir(parents=True, exist_ok=True)
-        r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps",
-                            "-d", str(dl), f"{lib.name}=={lib.version}"], capture_output=True, text=True)
-        archives = sorted(p for p in dl.iterdir() if p.is_file())
-        if r.returncode != 0 or not archives:
-            raise BenchError(f"cannot download the {lib.name} {lib.version} source distribution: "
-                             f"{r.stderr.strip()[-300:]}")
-        src = root / "src"
-        shutil.rmtree(src, ignore_errors=True)
-        if archives[0].suffix == ".zip":
-            with zipfile.ZipFile(archives[0]) as z:
-                z.extractall(src)
-        else:
-            with tarfile.open(archives[0]) as t:
-                t.extractall(src, filter="data")
-        done.write_text(archives[0].name)
-    tops = [p for p in (root / "src").iterdir() if p.is_dir()]
-    if len(tops) != 1:
-        raise BenchError(f"{lib.name} {lib.version}: the sdist unpacked into {len(tops)} folders, not one")
-    return tops[0]
+    return sdist.fetch_sdist(lib.name, lib.version, cache)
 
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")

@@ -63,14 +63,22 @@ def _pyproject(repo: Path, env: dict[str, Any]) -> None:
         env["packages"] += [g for g in pdm[name] if isinstance(g, str) and not g.startswith("-e")]
 
 
-def _setup_cfg(repo: Path, env: dict[str, Any]) -> None:
-    path = repo / "setup.cfg"
+def _read_ini(path: Path) -> configparser.ConfigParser | None:
+    """`path` parsed as an ini file, or None where it is missing or unreadable: a packaging file
+    detection cannot read names nothing (the others may still)."""
     if not path.is_file():
-        return
+        return None
     cfg = configparser.ConfigParser(interpolation=None)
     try:
         cfg.read(path, encoding="utf-8")
     except (configparser.Error, UnicodeDecodeError):
+        return None
+    return cfg
+
+
+def _setup_cfg(repo: Path, env: dict[str, Any]) -> None:
+    cfg = _read_ini(repo / "setup.cfg")
+    if cfg is None:
         return
     if cfg.get("options", "install_requires", fallback="").strip():
         env["install"] = True
@@ -127,15 +135,8 @@ def _is_local_reference(line: str) -> bool:
 
 
 def _tox(repo: Path, env: dict[str, Any]) -> None:
-    path = repo / "tox.ini"
-    if not path.is_file():
-        return
-    cfg = configparser.ConfigParser(interpolation=None)
-    try:
-        cfg.read(path, encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError):
-        return
-    if not cfg.has_section("testenv"):
+    cfg = _read_ini(repo / "tox.ini")
+    if cfg is None or not cfg.has_section("testenv"):
         return
     for line in cfg.get("testenv", "deps", fallback="").splitlines():
         line = line.split("#", 1)[0].strip()

@@ -11,6 +11,8 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+from fixrl.envs import ToolCall
+
 HIDDEN_MARKER = "HIDDEN_MARKER_5c1f0e"
 
 CORE = '''\
@@ -117,6 +119,22 @@ BUGS = [
     ("count-flip", "count_above", "flip_comparison",
      "        if v > limit:\n", "        if v >= limit:\n"),
 ]
+
+CLAMP_BUG = BUGS[0][4]
+"""clamp-minmax's buggy line in pkg/core.py: the line the guard tests' edits replace."""
+
+
+def edit_episode(env, new: str, old: str = CLAMP_BUG, test: bool = True):
+    """One episode through the agent's own tools: `edit` pkg/core.py (old -> new; asserted
+    written, not refused), `test` (unless test=False), `submit`; -> env.finish()'s (reward, info)."""
+    env.reset()
+    obs = env.step(ToolCall("edit", {"path": "pkg/core.py", "old": old, "new": new})).observation
+    assert obs.startswith("Edited pkg/core.py"), obs
+    if test:
+        env.step(ToolCall("test", {}))
+    env.step(ToolCall("submit", {}))
+    return env.finish()
+
 
 ANSWER_CHECK = '''\
 import sys

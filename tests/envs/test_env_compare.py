@@ -7,12 +7,8 @@ that is an int) still compare: reward 1."""
 from __future__ import annotations
 
 import pytest
+from envkit import CLAMP_BUG, edit_episode
 
-from fixrl.envs import ToolCall
-from fixrl.sandbox import SandboxPool
-from fixrl.tasks.format.schema import RULE_NAMES
-
-CLAMP_BUG = "    return max(lo, max(x, hi))\n"
 COUNT_RETURN = "    return n\n"
 SCALE_BUG = "    out = []\n    for v in values:\n        out.append(v + factor)\n    return out\n"
 
@@ -52,30 +48,10 @@ HONEST = {  # a built-in subclass whose comparison is the built-in's own
 }
 
 
-@pytest.fixture(scope="module")
-def forking_pool():
-    with SandboxPool(1, backend="local") as pool:  # its check sandboxes fork pytest
-        yield pool
-
-
-@pytest.fixture(params=["local", "forking", pytest.param("docker", marks=pytest.mark.docker)])
-def episode(request, make_env):
-    relaxed = {"relax": list(RULE_NAMES)}
-
+@pytest.fixture
+def episode(relaxed_env):
     def run(task_id, old, new):
-        if request.param == "docker":
-            request.getfixturevalue("docker_available")
-            env = make_env(task_id, backend="docker", rules=relaxed)
-        elif request.param == "forking":
-            env = make_env(task_id, check_sandbox=request.getfixturevalue("forking_pool").check_sandbox,
-                           rules=relaxed)
-        else:
-            env = make_env(task_id, rules=relaxed)
-        env.reset()
-        obs = env.step(ToolCall("edit", {"path": "pkg/core.py", "old": old, "new": new})).observation
-        assert obs.startswith("Edited pkg/core.py"), obs
-        env.step(ToolCall("submit", {}))
-        reward, info = env.finish()
+        reward, info = edit_episode(relaxed_env(task_id), new, old, test=False)
         assert "pkg/core.py" not in info.dropped_files, "the env's filter dropped it: the guard was not tested"
         return reward, info
     return run

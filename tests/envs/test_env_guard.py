@@ -9,12 +9,11 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from envkit import CLAMP_BUG as BUGGY_LINE
+from envkit import edit_episode
 
 from fixrl.envs import ToolCall
-from fixrl.sandbox import SandboxPool
-from fixrl.tasks.format.schema import RULE_NAMES
 
-BUGGY_LINE = "    return max(lo, max(x, hi))\n"
 # builtins without naming them: getattr is a builtin function, its __self__ the module
 IMPORT = '    load = getattr(getattr(getattr, "__se" + "lf__"), "__imp" + "ort__")\n'
 
@@ -60,12 +59,6 @@ PAYLOADS = {
 }
 
 
-@pytest.fixture(scope="module")
-def forking_pool():
-    with SandboxPool(1, backend="local") as pool:  # its check sandboxes fork pytest
-        yield pool
-
-
 # The rule each payload breaks first (the edit rules may name more).
 REFUSED_BY = {
     "caller_source_through_a_frame": "computed-names",
@@ -90,29 +83,9 @@ def test_the_edit_rules_refuse_each_attack_at_the_edit(make_env, name):
     assert reward == 0.0 and info.outcome == "fail" and info.rule_violations == []
 
 
-@pytest.fixture(params=["local", "forking", pytest.param("docker", marks=pytest.mark.docker)])
-def env_for(request, make_env):
-    relaxed = {"relax": list(RULE_NAMES), "reason": "the guard alone is tested"}  # the edit rules out of the way: the guard is what is tested
-
-    def make():
-        if request.param == "docker":
-            request.getfixturevalue("docker_available")
-            return make_env(backend="docker", rules=relaxed)
-        if request.param == "forking":
-            return make_env(check_sandbox=request.getfixturevalue("forking_pool").check_sandbox, rules=relaxed)
-        return make_env(rules=relaxed)
-    return make
-
-
 @pytest.mark.parametrize("name", sorted(PAYLOADS))
-def test_tool_only_attack_earns_nothing_where_the_rules_are_relaxed(env_for, name):
-    env = env_for()
-    env.reset()
-    obs = env.step(ToolCall("edit", {"path": "pkg/core.py", "old": BUGGY_LINE, "new": PAYLOADS[name]})).observation
-    assert obs.startswith("Edited pkg/core.py"), obs
-    env.step(ToolCall("test", {}))
-    env.step(ToolCall("submit", {}))
-    reward, info = env.finish()
+def test_tool_only_attack_earns_nothing_where_the_rules_are_relaxed(relaxed_env, name):
+    reward, info = edit_episode(relaxed_env(), PAYLOADS[name])
     assert reward == 0.0 and info.outcome == "fail" and not info.hidden_pass, (name, info)
     assert "pkg/core.py" not in info.dropped_files, "the env's filter dropped it: the guard was not tested"
     assert info.check_tests.get("tests/test_hidden.py::test_clamp_above") != "passed", info.check_tests

@@ -6,12 +6,8 @@ stops the run (reward 0). Without the operation the same fix earns 1 (the contro
 from __future__ import annotations
 
 import pytest
+from envkit import edit_episode
 
-from fixrl.envs import ToolCall
-from fixrl.sandbox import SandboxPool
-from fixrl.tasks.format.schema import RULE_NAMES
-
-BUGGY_LINE = "    return max(lo, max(x, hi))\n"
 FIX = "    return max(lo, min(x, hi))\n"
 # builtins and modules without naming them, past the env's text filter: the guard is tested
 LOAD = '    b = getattr(getattr, "__se" + "lf__")\n    load = getattr(b, "__imp" + "ort__")\n    o = load("o" + "s")\n'
@@ -30,34 +26,8 @@ OPERATIONS = {name: "    try:\n    " + op.replace("\n    ", "\n        ") + "   
 OPERATIONS["control"] = ""
 
 
-@pytest.fixture(scope="module")
-def forking_pool():
-    with SandboxPool(1, backend="local") as pool:  # its check sandboxes fork pytest
-        yield pool
-
-
-@pytest.fixture(params=["local", "forking", pytest.param("docker", marks=pytest.mark.docker)])
-def env_for(request, make_env):
-    relaxed = {"relax": list(RULE_NAMES)}
-
-    def make():
-        if request.param == "docker":
-            request.getfixturevalue("docker_available")
-            return make_env(backend="docker", rules=relaxed)
-        if request.param == "forking":
-            return make_env(check_sandbox=request.getfixturevalue("forking_pool").check_sandbox, rules=relaxed)
-        return make_env(rules=relaxed)
-    return make
-
-
 @pytest.mark.parametrize("name", sorted(OPERATIONS))
-def test_operations_without_an_audit_event_are_judged(env_for, name):
-    env = env_for()
-    env.reset()
-    obs = env.step(ToolCall("edit", {"path": "pkg/core.py", "old": BUGGY_LINE,
-                                     "new": LOAD + OPERATIONS[name] + FIX})).observation
-    assert obs.startswith("Edited pkg/core.py"), obs
-    env.step(ToolCall("submit", {}))
-    reward, info = env.finish()
+def test_operations_without_an_audit_event_are_judged(relaxed_env, name):
+    reward, info = edit_episode(relaxed_env(), LOAD + OPERATIONS[name] + FIX, test=False)
     assert "pkg/core.py" not in info.dropped_files, "the env's filter dropped it: the guard was not tested"
     assert reward == (1.0 if name == "control" else 0.0), (name, info)

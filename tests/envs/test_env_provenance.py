@@ -6,17 +6,10 @@ backend. Code the agent's edit makes at run time stays the agent's wherever it r
 whatever file name it claims: reward 0."""
 from __future__ import annotations
 
-import contextlib
 import textwrap
 
 import pytest
-from envkit import build_suite
-
-from fixrl.envs import EnvConfig, ToolCall, episode_env
-from fixrl.sandbox import SandboxPool
-from fixrl.tasks.format.schema import RULE_NAMES, EditRules
-
-BUGGY_LINE = "    return max(lo, max(x, hi))\n"
+from envkit import build_suite, edit_episode
 
 # The repository's own test helpers: a module under tests/ that its conftest imports; it makes
 # code at run time and reads a frame of it (as attrs, dataclasses or a DSL might).
@@ -90,46 +83,15 @@ def helper_suite(tmp_path_factory):
     return tasks.load_suite(root)
 
 
-@pytest.fixture(scope="module")
-def forking_pool():
-    with SandboxPool(1, backend="local") as pool:  # its check sandboxes fork pytest
-        yield pool
-
-
-@pytest.fixture(params=["local", "forking", pytest.param("docker", marks=pytest.mark.docker)])
-def relaxed_env(request, helper_suite):
-    """A ToolEnv on the helper suite's clamp task with every edit rule relaxed (the guard is
-    what is tested), on the check backend the parameter names."""
-    task = helper_suite.get("clamp-minmax")
-    task = task.model_copy(update={"rules": EditRules(relax=list(RULE_NAMES))})
-    kwargs = {}
-    if request.param == "docker":
-        request.getfixturevalue("docker_available")
-        kwargs["backend"] = "docker"
-    elif request.param == "forking":
-        kwargs["check_sandbox"] = request.getfixturevalue("forking_pool").check_sandbox
-    with contextlib.ExitStack() as stack:
-        yield lambda: stack.enter_context(episode_env(task, EnvConfig(), helper_suite, **kwargs))
-
-
-def _episode(env, new):
-    env.reset()
-    obs = env.step(ToolCall("edit", {"path": "pkg/core.py", "old": BUGGY_LINE, "new": new})).observation
-    assert obs.startswith("Edited pkg/core.py"), obs
-    env.step(ToolCall("test", {}))
-    env.step(ToolCall("submit", {}))
-    return env.finish()
-
-
 @pytest.mark.parametrize("name", sorted(HONEST))
-def test_an_honest_fix_making_code_at_run_time_passes_beside_the_repositorys_helpers(relaxed_env, name):
-    reward, info = _episode(relaxed_env(), HONEST[name])
+def test_an_honest_fix_making_code_at_run_time_passes_beside_the_repositorys_helpers(relaxed_env, helper_suite, name):
+    reward, info = edit_episode(relaxed_env(suite=helper_suite), HONEST[name])
     assert reward == 1.0 and info.hidden_pass and not info.dropped_files, (name, info)
 
 
 @pytest.mark.parametrize("name", sorted(BORROWED))
-def test_run_time_code_under_a_borrowed_name_stays_the_agents(relaxed_env, name):
-    reward, info = _episode(relaxed_env(), f"    NAME = {BORROWED[name]!r}\n" + STEAL)
+def test_run_time_code_under_a_borrowed_name_stays_the_agents(relaxed_env, helper_suite, name):
+    reward, info = edit_episode(relaxed_env(suite=helper_suite), f"    NAME = {BORROWED[name]!r}\n" + STEAL)
     assert "pkg/core.py" not in info.dropped_files, "the env's filter dropped it: the guard was not tested"
     assert reward == 0.0 and not info.hidden_pass, (name, info)
     assert info.check_tests.get("tests/test_hidden.py::test_clamp_above") != "passed", info.check_tests

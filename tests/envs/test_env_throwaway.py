@@ -8,13 +8,11 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from envkit import CLAMP_BUG as BUGGY_LINE
 
 from fixrl.envs import ToolCall
-from fixrl.sandbox import SandboxPool
-from fixrl.tasks.format.schema import RULE_NAMES
 
 HEADER = '"""Small numeric helpers."""\n'
-BUGGY_LINE = "    return max(lo, max(x, hi))\n"
 FIXED_LINE = "    return max(lo, min(x, hi))\n"
 
 # One edit plants a loader: imported by the public tests, it leaves a marker in /tmp and a data
@@ -37,29 +35,8 @@ LOADER = HEADER + textwrap.dedent('''\
     ''')
 
 
-@pytest.fixture(scope="module")
-def forking_pool():
-    with SandboxPool(1, backend="local") as pool:  # its check sandboxes fork pytest
-        yield pool
-
-
-@pytest.fixture(params=["local", "forking", pytest.param("docker", marks=pytest.mark.docker)])
-def relaxed_env(request, make_env):
-    relaxed = {"relax": list(RULE_NAMES)}
-
-    def make():
-        if request.param == "docker":
-            request.getfixturevalue("docker_available")
-            return make_env(backend="docker", rules=relaxed, max_edits=1)
-        if request.param == "forking":
-            return make_env(check_sandbox=request.getfixturevalue("forking_pool").check_sandbox, rules=relaxed,
-                            max_edits=1)
-        return make_env(rules=relaxed, max_edits=1)
-    return make
-
-
 def test_what_test_writes_never_reaches_the_check(relaxed_env):
-    env = relaxed_env()
+    env = relaxed_env(max_edits=1)
     env.reset()
     obs = env.step(ToolCall("edit", {"path": "pkg/core.py", "old": HEADER, "new": LOADER})).observation
     assert obs.startswith("Edited pkg/core.py"), obs
@@ -83,7 +60,7 @@ def test_what_test_writes_never_reaches_the_check(relaxed_env):
 
 
 def test_an_honest_fix_is_unchanged_by_test(relaxed_env):
-    env = relaxed_env()
+    env = relaxed_env(max_edits=1)
     env.reset()
     env.step(ToolCall("edit", {"path": "pkg/core.py", "old": BUGGY_LINE, "new": FIXED_LINE}))
     obs = env.step(ToolCall("test", {})).observation

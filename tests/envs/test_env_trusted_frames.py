@@ -7,17 +7,8 @@ learns which test called it through a trusted helper (inspect, traceback, loggin
 findCaller, sys._getframe reached through operator.methodcaller) earns 0."""
 from __future__ import annotations
 
-import contextlib
-
 import pytest
-from envkit import build_suite
-
-from fixrl.envs import EnvConfig, ToolCall, episode_env
-from fixrl.sandbox import SandboxPool
-from fixrl.tasks.format.loader import build_environments
-from fixrl.tasks.format.schema import RULE_NAMES, EditRules
-
-BUGGY_LINE = "    return max(lo, max(x, hi))\n"
+from envkit import build_suite, edit_episode
 
 HONEST = {
     "attrs_define": "    import attrs\n\n"
@@ -100,48 +91,22 @@ def attrs_suite(tmp_path_factory):
     return suite
 
 
-@pytest.fixture(scope="module")
-def forking_pool():
-    with SandboxPool(1, backend="local") as pool:  # its check sandboxes fork pytest
-        yield pool
-
-
-@pytest.fixture(params=["local", "forking", pytest.param("docker", marks=pytest.mark.docker)])
-def frames_env(request, attrs_suite):
-    """A ToolEnv on the attrs suite's clamp task with every edit rule relaxed (the guard is
-    what is tested), on the check backend the parameter names."""
-    task = attrs_suite.get("clamp-minmax")
-    task = task.model_copy(update={"rules": EditRules(relax=list(RULE_NAMES))})
-    backend = "docker" if request.param == "docker" else "local"
-    if request.param == "docker":
-        request.getfixturevalue("docker_available")
-    assert build_environments([task], backend) == {}
-    kwargs = {"backend": backend}
-    if request.param == "forking":
-        kwargs = {"check_sandbox": request.getfixturevalue("forking_pool").check_sandbox}
-    with contextlib.ExitStack() as stack:
-        yield lambda: stack.enter_context(episode_env(task, EnvConfig(), attrs_suite, **kwargs))
-
-
-def _episode(env, new):
-    env.reset()
-    obs = env.step(ToolCall("edit", {"path": "pkg/core.py", "old": BUGGY_LINE, "new": new})).observation
-    assert obs.startswith("Edited pkg/core.py"), obs
-    env.step(ToolCall("test", {}))
-    env.step(ToolCall("submit", {}))
-    return env.finish()
+@pytest.fixture
+def frames_env(relaxed_env, attrs_suite):
+    """`relaxed_env` on the attrs suite's clamp task (its environment built for the backend)."""
+    return lambda: relaxed_env(suite=attrs_suite)
 
 
 @pytest.mark.parametrize("name", sorted(HONEST))
 def test_an_honest_fix_defining_classes_with_frame_reading_libraries_earns_1(frames_env, name):
-    reward, info = _episode(frames_env(), HONEST[name])
+    reward, info = edit_episode(frames_env(), HONEST[name])
     assert not info.dropped_files, info
     assert reward == 1.0 and info.hidden_pass, (name, info.check_tests, info.extra, str(info)[-3000:])
 
 
 @pytest.mark.parametrize("name", sorted(DEPUTY))
 def test_a_trusted_helper_never_hands_the_agent_a_tests_frame(frames_env, name):
-    reward, info = _episode(frames_env(), DEPUTY[name] + _ANSWER)
+    reward, info = edit_episode(frames_env(), DEPUTY[name] + _ANSWER)
     assert "pkg/core.py" not in info.dropped_files, "the env's filter dropped it: the guard was not tested"
     assert reward == 0.0 and not info.hidden_pass, (name, info)
     assert info.check_tests.get("tests/test_hidden.py::test_clamp_above") != "passed", info.check_tests

@@ -1,10 +1,17 @@
-"""Tiny fixture suites for the task tests: a 2-file repository and task files built in a tmp dir."""
+"""Tiny fixture suites for the task tests: a 2-file repository and task files built in a tmp dir;
+and SWE-bench instances made from two real releases of a library (`release_instance`)."""
 from __future__ import annotations
 
 import copy
+import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import yaml
+
+from fixrl.tasks.format.materialize import diff_files
 
 REPO_FILES = {
     "calc.py": "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
@@ -111,3 +118,30 @@ def make_suite(tmp: Path, tasks: list[dict], suite: dict | None = None,
     for task in tasks:
         (root / "tasks" / f"{task['id']}.yaml").write_text(yaml.safe_dump(copy.deepcopy(task), sort_keys=False))
     return root
+
+
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+
+
+def release_instance(checkout: Path, base_src: Path, new_src: Path, patch: dict[str, str],
+                     test_patch: dict[str, str], added: tuple[str, ...] = (), **fields) -> Path:
+    """A SWE-bench instance made from two unpacked releases: `base_src` copied to `checkout` and
+    committed as its one commit (the instance's `base_commit`); `patch` and `test_patch` the
+    diffs taking each mapped path of the base (key) to the new release's text at the value's path
+    (a release may move files: dateutil's `src/` layout); a path in `added` is new in the new
+    release. `fields`: the instance's other fields. Returns the instance file, beside `checkout`."""
+    shutil.copytree(base_src, checkout)
+    env = {**os.environ, **GIT_IDENTITY}
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", f"release {base_src.name}"]):
+        subprocess.run(["git", *cmd], cwd=checkout, env=env, check=True, capture_output=True)
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+    def change(paths: dict[str, str]) -> str:
+        old = {p: None if p in added else (base_src / p).read_text(encoding="utf-8") for p in paths}
+        return diff_files(old, {p: (new_src / new).read_text(encoding="utf-8") for p, new in paths.items()})
+
+    path = checkout.parent / "instance.json"
+    path.write_text(json.dumps({**fields, "base_commit": base, "patch": change(patch),
+                                "test_patch": change(test_patch)}))
+    return path

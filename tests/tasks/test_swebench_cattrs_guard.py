@@ -7,46 +7,31 @@ and the instance validates (a false 0 before)."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 
 import pytest
+from suitekit import release_instance
 
 from fixrl.harness.cli import main
-from fixrl.tasks.format.materialize import diff_files
 
 pytestmark = pytest.mark.slow
 
 SRC = ["src/cattrs/converters.py", "src/cattrs/gen/__init__.py", "src/cattrs/gen/_lc.py", "src/cattrs/gen/typeddicts.py"]
 TEST = "tests/test_any.py::test_unstructuring_dict_of_any"
 FAIL_TO_PASS = [f"{TEST}[{cls}-{detailed}]" for cls in ("BaseConverter", "Converter") for detailed in ("True", "False")]
-GIT = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
 # The whole suite runs past the public test timeout (hypothesis), and tests/test_preconf.py needs
 # serialisation extras (pymongo, msgspec, ...) no test dependency group names: two fast files.
 PUBLIC = "public_tests: python -m pytest -q tests/test_gen.py tests/test_generics.py\n"
 
 
 def test_the_cattrs_release_diff_validates_under_the_guard(sdist, tmp_path, capsys):
-    base_src, new_src = sdist("cattrs", "23.2.2"), sdist("cattrs", "23.2.3")
     checkout = tmp_path / "cattrs"
-    shutil.copytree(base_src, checkout)
-    env = {**os.environ, **GIT}
-    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "cattrs 23.2.2"]):
-        subprocess.run(["git", *cmd], cwd=checkout, env=env, check=True, capture_output=True)
-    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True, text=True).stdout.strip()
-
-    def change(paths: list[str], added: tuple[str, ...] = ()) -> str:
-        old = {p: None if p in added else (base_src / p).read_text(encoding="utf-8") for p in paths}
-        return diff_files(old, {p: (new_src / p).read_text(encoding="utf-8") for p in paths})
-
-    inst = {"instance_id": "cattrs__cattrs-23.2.3", "repo": "python-attrs/cattrs", "base_commit": base,
-            "patch": change(SRC), "test_patch": change(["tests/test_any.py", "tests/conftest.py"], ("tests/test_any.py",)),
-            "problem_statement": "Unstructuring a `Dict[str, Any]` whose values are attrs instances returns the "
-                                 "instances: values typed as `Any` must use runtime dispatch.",
-            "FAIL_TO_PASS": FAIL_TO_PASS, "PASS_TO_PASS": [], "version": "23.2"}
-    instance = tmp_path / "instance.json"
-    instance.write_text(json.dumps(inst))
+    instance = release_instance(
+        checkout, sdist("cattrs", "23.2.2"), sdist("cattrs", "23.2.3"), {p: p for p in SRC},
+        {p: p for p in ("tests/test_any.py", "tests/conftest.py")}, added=("tests/test_any.py",),
+        instance_id="cattrs__cattrs-23.2.3", repo="python-attrs/cattrs",
+        problem_statement="Unstructuring a `Dict[str, Any]` whose values are attrs instances returns the "
+                          "instances: values typed as `Any` must use runtime dispatch.",
+        FAIL_TO_PASS=FAIL_TO_PASS, PASS_TO_PASS=[], version="23.2")
     suite = tmp_path / "suite"
     assert main(["tasks", "import-swebench", str(instance), "--checkout", str(checkout), "--out", str(suite)]) == 0
     with (suite / "suite.yaml").open("a") as f:

@@ -8,16 +8,13 @@ exported again with its environment, which a second import restores."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from suitekit import release_instance
 
 from fixrl.harness.cli import main
 from fixrl.tasks.format.loader import load_suite
-from fixrl.tasks.format.materialize import diff_files
 
 pytestmark = pytest.mark.slow
 
@@ -25,33 +22,20 @@ TESTS = "dateutil/test/test_imports.py"
 FAIL_TO_PASS = [f"{TESTS}::test_lazy_import[tz]", f"{TESTS}::test_lazy_import[parser]"]
 PASS_TO_PASS = [f"{TESTS}::test_import_version_str", f"{TESTS}::test_import_tz_from",
                 f"{TESTS}::test_import_relative_delta_from"]
-GIT = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
 
 
 def _instance(sdist, tmp_path: Path) -> tuple[Path, Path]:
     """(the instance file, the checkout holding its base commit)."""
-    base_src, new_src = sdist("python-dateutil", "2.8.2"), sdist("python-dateutil", "2.9.0.post0")
     checkout = tmp_path / "dateutil"
-    shutil.copytree(base_src, checkout)
-    env = {**os.environ, **GIT}
-    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "python-dateutil 2.8.2"]):
-        subprocess.run(["git", *cmd], cwd=checkout, env=env, check=True, capture_output=True)
-    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True, text=True).stdout.strip()
+    path = release_instance(
+        checkout, sdist("python-dateutil", "2.8.2"), sdist("python-dateutil", "2.9.0.post0"),
+        {"dateutil/__init__.py": "src/dateutil/__init__.py"}, {TESTS: "tests/test_imports.py"},
+        instance_id="dateutil__dateutil-2.9.0", repo="dateutil/dateutil",
+        problem_statement="`import dateutil; dateutil.tz` raises AttributeError: the submodules are not "
+                          "reachable as attributes of the package unless imported by name first.",
+        FAIL_TO_PASS=FAIL_TO_PASS, PASS_TO_PASS=PASS_TO_PASS, version="2.9")
     # The working tree moves on after the base commit: the environment must come from the commit.
     (checkout / "requirements-dev.txt").write_text("no-such-package-fixrl==0\n")
-
-    def change(old_path: str, new_path: str) -> str:
-        return diff_files({old_path: (base_src / old_path).read_text(encoding="utf-8")},
-                          {old_path: (new_src / new_path).read_text(encoding="utf-8")})
-
-    inst = {"instance_id": "dateutil__dateutil-2.9.0", "repo": "dateutil/dateutil", "base_commit": base,
-            "patch": change("dateutil/__init__.py", "src/dateutil/__init__.py"),
-            "test_patch": change(TESTS, "tests/test_imports.py"),
-            "problem_statement": "`import dateutil; dateutil.tz` raises AttributeError: the submodules are not "
-                                 "reachable as attributes of the package unless imported by name first.",
-            "FAIL_TO_PASS": FAIL_TO_PASS, "PASS_TO_PASS": PASS_TO_PASS, "version": "2.9"}
-    path = tmp_path / "instance.json"
-    path.write_text(json.dumps(inst))
     return path, checkout
 
 

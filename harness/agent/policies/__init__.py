@@ -140,6 +140,16 @@ class PolicyConfig:
                 "precision": None if self.policy else self.precision, "engine": self.engine}
 
 
+def check_sampling(temperature: float, top_p: float, max_new_tokens: int) -> None:
+    """Raise ValueError naming the sampling setting out of range (every model policy's check)."""
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+
+
 @dataclass
 class GenRequest:
     """One live episode's next turn."""

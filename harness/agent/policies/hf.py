@@ -32,7 +32,7 @@ from transformers import (
 )
 
 from fixrl.harness.agent.chat import end_of_turn_id
-from fixrl.harness.agent.policies import Generation, GenRequest
+from fixrl.harness.agent.policies import Generation, GenRequest, check_sampling
 from fixrl.harness.model.dirs import check_adapter_dir, check_model_dir
 from fixrl.harness.model.load import load_adapter, load_base
 from fixrl.harness.model.precision import autocast, compute_dtype, model_precision, resolve_precision
@@ -224,12 +224,7 @@ class HFPolicy:
         measurements, while a fixed half of the cores leaves a core idle whenever nothing else
         runs (lockstep generation with no checks in flight: 1.45x slower on 2 cores)."""
 
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
-        if not 0 < top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        check_sampling(temperature, top_p, max_new_tokens)
         self.temperature = float(temperature)
         self.top_p = float(top_p)
         self.max_new_tokens = int(max_new_tokens)

@@ -39,7 +39,7 @@ from typing import Any
 from transformers import AutoTokenizer
 
 from fixrl.harness.agent.chat import end_of_turn_id
-from fixrl.harness.agent.policies import Generation, GenRequest
+from fixrl.harness.agent.policies import Generation, GenRequest, check_sampling
 from fixrl.harness.agent.policies.vllm_server import ServerSpec, VLLMServer, VLLMServerError, request_json
 from fixrl.harness.model.dirs import check_adapter_dir, check_model_dir
 from fixrl.tasks import Task
@@ -69,12 +69,7 @@ class VLLMPolicy:
                  spec: ServerSpec | None = None, temperature: float = 1.0, top_p: float = 1.0,
                  max_new_tokens: int = 256, greedy: bool = False, max_concurrency: int = 64,
                  request_timeout: float = 600.0) -> None:
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
-        if not 0 < top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        check_sampling(temperature, top_p, max_new_tokens)
         check_model_dir(model_path)
         self.model_path = str(model_path)
         self.temperature = 0.0 if greedy else float(temperature)

@@ -9,6 +9,7 @@ import torch
 
 from fixrl.harness.agent.chat import encode, parse_tool_calls, render
 from fixrl.harness.agent.policies import GenRequest, load_policy
+from fixrl.harness.agent.policies.vllm import VLLMPolicy
 
 
 def _prompts(tok):
@@ -163,6 +164,17 @@ def test_load_policy_errors(tiny_model, tmp_path):
         load_policy(policy="oracle", adapter=tmp_path)
     with pytest.raises(ValueError, match="temperature"):
         load_policy(model=tiny_model, temperature=-1)
+
+
+@pytest.mark.parametrize("bad", [{"temperature": -1}, {"top_p": 0}, {"top_p": 1.5}, {"max_new_tokens": 0}],
+                         ids=lambda bad: "-".join(f"{k}={v}" for k, v in bad.items()))
+def test_both_engines_refuse_the_same_sampling_settings(tiny_model, bad):
+    """One check for every model policy: the setting is named, before a model or server is touched."""
+    name = next(iter(bad))
+    with pytest.raises(ValueError, match=f"{name} must be"):
+        load_policy(model=tiny_model, **bad)
+    with pytest.raises(ValueError, match=f"{name} must be"):
+        VLLMPolicy(tiny_model, url="http://127.0.0.1:9", **bad)
 
 
 def test_scripted_policy_writes_hermes_text(tiny_tokenizer):

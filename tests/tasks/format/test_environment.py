@@ -55,6 +55,19 @@ def test_detection_reads_each_kind_of_packaging_file(tmp_path):
     assert detect_environment(plain) is None  # nothing beyond pytest: the sandbox's own interpreter
 
 
+def test_an_unreadable_ini_file_names_nothing_and_the_others_still_count(tmp_path):
+    """setup.cfg and tox.ini are read leniently: one that is not an ini file (a duplicate
+    section) or not UTF-8 adds nothing, and detection goes on with the other files."""
+    (tmp_path / "setup.cfg").write_text("[options]\ninstall_requires = six\n[options]\n")
+    (tmp_path / "tox.ini").write_bytes(b"[testenv]\ndeps = freezegun \xff\n")
+    (tmp_path / "requirements-test.txt").write_text("hypothesis\n")
+    assert detect_environment(tmp_path) == {"requirements": ["requirements-test.txt"]}
+    (tmp_path / "setup.cfg").write_text("[options]\ninstall_requires = six\n")
+    (tmp_path / "tox.ini").write_text("[testenv]\ndeps = freezegun\n")
+    assert detect_environment(tmp_path) == {"install": True, "requirements": ["requirements-test.txt"],
+                                            "packages": ["freezegun"]}
+
+
 def test_old_files_without_an_environment_load_as_before(tmp_path):
     task = load_suite(_suite(tmp_path, {"name": "s"})).tasks[0]
     assert task.environment is None and task.env_tag is None and task.sandbox_image is None
