@@ -104,7 +104,12 @@ def _setup_py(repo: Path, env: dict[str, Any]) -> None:
             try:
                 value = ast.literal_eval(kw.value)
             except (ValueError, SyntaxError, TypeError):
-                continue
+                # Only the extras' names are read: `{"test": tests_require}` (a variable as the
+                # value, configargparse) still names its extras.
+                if kw.arg != "extras_require" or not isinstance(kw.value, ast.Dict):
+                    continue
+                value = {k.value: None for k in kw.value.keys
+                         if isinstance(k, ast.Constant) and isinstance(k.value, str)}
             if kw.arg == "install_requires" and value:
                 env["install"] = True
             elif kw.arg == "extras_require" and isinstance(value, dict):

@@ -136,7 +136,11 @@ def _check_baseline(runs: list[TestRun | None], test_cmd: str, results: list[Job
     if not passed[0]:
         raise GenerateError(f"repository without passing tests: `{test_cmd}` ran "
                             f"{len(first.outcomes)} test(s) and none passed")  # type: ignore[union-attr]
-    failing = sorted(n for r in runs for n, o in r.outcomes.items() if o in ("failed", "error"))  # type: ignore[union-attr]
+    failed = [{n for n, o in r.outcomes.items() if o in ("failed", "error")} for r in runs]  # type: ignore[union-attr]
+    # Only a test that fails in every run breaks the repository. One that fails in a single run
+    # (a time limit under the coverage run's profiler, a loaded machine) is unstable, like one
+    # that passes in a single run: left out of every check below.
+    failing = sorted(set.intersection(*failed))
     if failing:
         raise GenerateError(
             f"repository without passing tests: {len(set(failing))} test(s) fail on the unmodified "

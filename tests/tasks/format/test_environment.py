@@ -68,6 +68,16 @@ def test_an_unreadable_ini_file_names_nothing_and_the_others_still_count(tmp_pat
                                             "packages": ["freezegun"]}
 
 
+def test_setup_py_extras_whose_packages_are_a_variable_are_still_found(tmp_path):
+    """configargparse 1.9.0: `extras_require={"yaml": ["PyYAML"], "test": tests_require}` is no
+    literal as a whole; detection said "no environment needed", the local backend's tests then
+    imported PyYAML from fixrl's own interpreter and Docker's, correctly, could not (0 tasks)."""
+    (tmp_path / "setup.py").write_text(
+        "from setuptools import setup\ntests_require = ['PyYAML', 'pytest']\n"
+        "setup(name='c', install_requires=[], extras_require={'yaml': ['PyYAML'], 'test': tests_require})\n")
+    assert detect_environment(tmp_path) == {"install": True, "extras": ["test"]}
+
+
 def test_old_files_without_an_environment_load_as_before(tmp_path):
     task = load_suite(_suite(tmp_path, {"name": "s"})).tasks[0]
     assert task.environment is None and task.env_tag is None and task.sandbox_image is None

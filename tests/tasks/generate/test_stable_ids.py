@@ -169,6 +169,20 @@ def test_ids_not_seen_in_both_baseline_runs_never_go_into_a_check():
     assert _check_baseline([a, b], "python -m pytest") == {"t.py::g"}
 
 
+def test_a_test_failing_in_one_baseline_run_is_left_out_and_one_failing_in_both_stops():
+    """sqlparse's sub-second timing test failed only in the run under the coverage profiler, on
+    a loaded machine: that made the whole library "without passing tests" (0 tasks)."""
+    from fixrl.tasks.generate.baseline import TestRun, _check_baseline
+    from fixrl.tasks.generate.config import GenerateError
+
+    plain = TestRun({"t.py::fast": "passed", "t.py::g": "passed"}, {}, 0, 1.0)
+    profiled = TestRun({"t.py::fast": "failed", "t.py::g": "passed"}, {}, 1, 3.0)
+    assert _check_baseline([plain, profiled], "python -m pytest") == {"t.py::g"}
+    assert _check_baseline([profiled, plain], "python -m pytest") == {"t.py::g"}
+    with pytest.raises(GenerateError, match="1 test.*fail on the unmodified.*t.py::fast"):
+        _check_baseline([profiled, profiled], "python -m pytest")
+
+
 def test_a_command_pinning_the_same_seed_still_forks_and_another_seed_runs_fresh():
     """A forked run cannot change its interpreter's seed: a command asking for the sandbox's own
     seed may fork (the generator's runs and the check alike), one asking for another may not."""
