@@ -144,11 +144,7 @@ def _tox(repo: Path, env: dict[str, Any]) -> None:
     if cfg is None or not cfg.has_section("testenv"):
         return
     for line in cfg.get("testenv", "deps", fallback="").splitlines():
-        line = line.split("#", 1)[0].strip()
-        if "{" in line:  # a tox substitution: its value is not known here
-            continue
-        if ":" in line.split(" ")[0] and not line.startswith(("-r", "-c")):
-            line = line.split(":", 1)[1].strip()  # a factor-conditional line: `py311: attrs`
+        line = _for_tests(line.split("#", 1)[0].strip())
         if not line or "{" in line or _is_local_reference(line) or line.startswith("-c"):
             continue
         if line.startswith("-r"):
@@ -157,11 +153,38 @@ def _tox(repo: Path, env: dict[str, Any]) -> None:
                 env["requirements"].append(rel)
             continue
         env["packages"].append(line)
-    extras = [e.strip() for e in cfg.get("testenv", "extras", fallback="").replace(",", "\n").splitlines()]
+    extras = [_for_tests(e.strip()) for e in cfg.get("testenv", "extras", fallback="").splitlines()]
+    extras = [x.strip() for e in extras for x in e.split(",")]
     extras = [e for e in extras if e and "{" not in e]
     if extras:
         env["install"] = True
         env["extras"] += extras
+
+
+_FACTORED = re.compile(r"^([\w.!,-]+)\s*:\s*(?!//)(.*)$")
+"""A tox factor-conditional setting line, `unit-!py315t: matplotlib` (not a URL's scheme)."""
+NOT_TEST_FACTORS = frozenset({"doc", "docs", "doctest", "doctests", "lint", "linting", "mypy", "typing", "types",
+                              "type", "typecheck", "style", "flake8", "pep8", "black", "ruff", "pylint", "format",
+                              "build", "release", "publish", "bench", "benchmark", "benchmarks", "coverage", "cov",
+                              "manifest", "spell", "codespell", "readme"})
+"""tox factors of environments that run no tests: a line conditional on only these is left out
+(docs and linters would only make the environment slower to build and more likely to fail)."""
+
+
+def _for_tests(line: str) -> str:
+    """A tox setting line as a test run sees it: a factor-conditional line (`py311: attrs`,
+    `unit-!pypy: x`, `docs,lint: sphinx`) without its condition, or "" when every alternative of
+    the condition names only non-test factors (NOT_TEST_FACTORS)."""
+    if "{" in line:  # a tox substitution: its value is not known here
+        return ""
+    m = _FACTORED.match(line)
+    if m is None or line.startswith(("-r", "-c")):
+        return line
+    for alternative in m.group(1).split(","):
+        wanted = [f for f in alternative.split("-") if f and not f.startswith("!")]
+        if not wanted or not all(f.lower() in NOT_TEST_FACTORS for f in wanted):  # `!pypy:` holds for the rest
+            return m.group(2).strip()
+    return ""
 
 
 def detect_environment(repo: Path) -> dict[str, Any] | None:

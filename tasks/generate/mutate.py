@@ -122,18 +122,41 @@ def list_functions(source: str) -> list[FunctionInfo]:
 # ---------------------------------------------------------------------------------------------
 # The generic machinery: apply one move at one site on a private copy, splice, verify
 
-def _mutate_at(source: str, function: str, find: Callable[[ast.AST], list], index: int,
-               move: Callable[[object, ast.AST, ast.AST, str], object]) -> tuple[str, ast.AST] | None:
-    """Apply `move` at the `index`-th site returned by `find` (re-found on a copy)."""
+@dataclass(frozen=True)
+class _Sites:
+    """One function's sites of one family, found once on the shared tree with their parents:
+    each mutant copies the function and maps its site and parent into the copy by identity
+    (walking a large function again for every mutant was most of the generator's scan)."""
+
+    tree: ast.Module
+    fn: ast.AST
+    sites: list
+    parents: dict[int, ast.AST]
+
+
+def _sites(source: str, function: str, find: Callable[[ast.AST], list]) -> _Sites:
     tree = parse_shared(source)
     fn = find_function(tree, function)
-    orig_site = find(fn)[index]
-    copied, new_fn, top = copy_along(tree, fn)
+    return _Sites(tree, fn, find(fn), parent_map(fn))
+
+
+def _mutate_at(source: str, function: str, find: Callable[[ast.AST], list], index: int,
+               move: Callable[[object, ast.AST, ast.AST, str], object],
+               found: _Sites | None = None) -> tuple[str, ast.AST] | None:
+    """Apply `move` at the `index`-th site returned by `find`, on a copy (`found`: the sites,
+    when the caller has them for several indexes)."""
+    found = found or _sites(source, function, find)
+    tree, fn = found.tree, found.fn
+    orig_site = found.sites[index]
+    memo: dict[int, ast.AST] = {}
+    copied, new_fn, top = copy_along(tree, fn, memo)
     new_tree = MutatedTree(source, tree, copied, top)
-    site = find(new_fn)[index]
+    site = tuple(memo.get(id(x), x) if isinstance(x, ast.AST) else x for x in orig_site) \
+        if isinstance(orig_site, tuple) else memo[id(orig_site)]
     node = site[0] if isinstance(site, tuple) else site
     orig_node = orig_site[0] if isinstance(orig_site, tuple) else orig_site
-    parent = parent_map(new_fn).get(id(node), new_fn)
+    orig_parent = found.parents.get(id(orig_node))
+    parent = new_fn if orig_parent is None else memo[id(orig_parent)]
     result = move(site, parent, new_fn, source)
     if result is None:
         return None
@@ -176,11 +199,10 @@ def _line_list(source: str) -> list[str]:
 
 def _family(name: str, find: Callable[[ast.AST], list], move, describe) -> Callable[[str, str], list[Mutant]]:
     def enumerate_mutants(source: str, function: str) -> list[Mutant]:
-        tree = parse_shared(source)
-        sites = find(find_function(tree, function))
+        found = _sites(source, function, find)
         out = []
-        for i, site in enumerate(sites):
-            done = _mutate_at(source, function, find, i, move)
+        for i, site in enumerate(found.sites):
+            done = _mutate_at(source, function, find, i, move, found)
             if done is None or done[0] == source:
                 continue
             text, node = done
@@ -278,11 +300,11 @@ def repair(source: str, function: str, op: str) -> str | None:
     if find is None:
         return None
     try:
-        sites = find(find_function(ast.parse(source), function))
+        found = _sites(source, function, find)
     except (SyntaxError, ValueError):
         return None
-    for i in range(len(sites)):
-        done = _mutate_at(source, function, find, i, move)
+    for i in range(len(found.sites)):
+        done = _mutate_at(source, function, find, i, move, found)
         if done is not None and done[0] != source:
             return done[0]
     return None

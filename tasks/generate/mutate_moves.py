@@ -32,9 +32,41 @@ def same_tree(tree: ast.AST, text: str) -> bool:
     if isinstance(tree, MutatedTree):
         return tree.matches(text)
     try:
-        return ast.dump(ast.parse(text)) == ast.dump(tree)
+        return same_node(ast.parse(text), tree)
     except SyntaxError:
         return False
+
+
+def same_node(a: object, b: object) -> bool:
+    """Whether two trees are equal field by field, as `ast.dump(a) == ast.dump(b)` says (positions
+    aside; a constant equal only across types, 1 and True, differs), without writing either out:
+    the dumps of a large function cost more than everything else a mutant needs."""
+    if isinstance(a, ast.AST):
+        if type(a) is not type(b):
+            return False
+        # a missing field reads as None: ast.dump leaves out both alike
+        return all(same_node(getattr(a, f, None), getattr(b, f, None)) for f in a._fields)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(same_node(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and (a is b or repr(a) == repr(b))
+
+
+def copy_node(node: ast.AST, memo: dict[int, ast.AST]) -> ast.AST:
+    """A deep copy of an AST (`copy.deepcopy`'s result, several times faster); `memo` maps each
+    original node's id to its copy, so a site found in the original is found in the copy
+    without walking it again. Field values that are not nodes or lists are immutable: shared."""
+    done = memo.get(id(node))
+    if done is not None:
+        return done  # the parser shares operator and context singletons: one copy each, as deepcopy
+    new = type(node).__new__(type(node))
+    memo[id(node)] = new
+    for key, value in node.__dict__.items():
+        if isinstance(value, ast.AST):
+            value = copy_node(value, memo)
+        elif isinstance(value, list):
+            value = [copy_node(v, memo) if isinstance(v, ast.AST) else v for v in value]
+        new.__dict__[key] = value
+    return new
 
 
 @functools.lru_cache(maxsize=8)
@@ -44,10 +76,12 @@ def parse_shared(source: str) -> ast.Module:
     return ast.parse(source)
 
 
-def copy_along(tree: ast.Module, fn: ast.AST) -> tuple[ast.Module, ast.AST, int]:
+def copy_along(tree: ast.Module, fn: ast.AST,
+               memo: dict[int, ast.AST] | None = None) -> tuple[ast.Module, ast.AST, int]:
     """A copy of `tree` in which only `fn` (deeply) and the module and classes holding it
     (shallowly) are new: (the copy, fn's copy, the index of the top-level statement holding it).
-    Copying the whole module per mutant cost more than everything else the mutants need."""
+    Copying the whole module per mutant cost more than everything else the mutants need.
+    `memo` (given) receives original node id -> copy for every node of `fn`."""
 
     def path(body: list[ast.stmt]) -> list[int] | None:
         for i, node in enumerate(body):
@@ -70,7 +104,7 @@ def copy_along(tree: ast.Module, fn: ast.AST) -> tuple[ast.Module, ast.AST, int]
         cls.body = list(cls.body)
         holder.body[i] = cls  # type: ignore[attr-defined]
         holder = cls
-    new_fn = copy.deepcopy(fn)
+    new_fn = copy_node(fn, {} if memo is None else memo)
     holder.body[steps[-1]] = new_fn  # type: ignore[attr-defined]
     return new_tree, new_fn, steps[0]
 
@@ -90,19 +124,16 @@ class MutatedTree:
         self.head = "".join(lines[: first - 1])
         self.tail = "".join(lines[stmt.end_lineno:])  # type: ignore[misc]
         self.top = top
-        self._want: str | None = None
 
     def matches(self, text: str) -> bool:
         """Whether `text` parses to `tree` (as it is now: the move has changed it since __init__)."""
-        if self._want is None:
-            self._want = ast.dump(self.tree.body[self.top])
         h, t = len(self.head), len(self.tail)
         if len(text) >= h + t and text.startswith(self.head) and text.endswith(self.tail):
             try:
                 region = ast.parse(text[h:len(text) - t])
             except SyntaxError:
                 region = None
-            if region is not None and len(region.body) == 1 and ast.dump(region.body[0]) == self._want:
+            if region is not None and len(region.body) == 1 and same_node(region.body[0], self.tree.body[self.top]):
                 return True
         return same_tree(self.tree, text)
 

@@ -78,6 +78,17 @@ def test_setup_py_extras_whose_packages_are_a_variable_are_still_found(tmp_path)
     assert detect_environment(tmp_path) == {"install": True, "extras": ["test"]}
 
 
+def test_tox_factor_conditions_keep_test_lines_and_drop_docs_and_lint_ones(tmp_path):
+    # pyparsing 3.3.3's tox.ini: `extras = unit: diagrams` was read as an extra named "unit: diagrams"
+    (tmp_path / "tox.ini").write_text(
+        "[testenv]\ndeps =\n    unit: pytest\n    unit-!py315t: matplotlib; python_version <= '3.15'\n"
+        "    doctest: sphinx\n    docs,lint: furo\n    !pypy: cffi\n    py311,docs: pytz\n"
+        "    git+https://example.org/x.git\nextras = unit: diagrams\n    docs: docs\n")
+    assert detect_environment(tmp_path) == {
+        "install": True, "extras": ["diagrams"],
+        "packages": ["matplotlib; python_version <= '3.15'", "cffi", "pytz", "git+https://example.org/x.git"]}
+
+
 def test_old_files_without_an_environment_load_as_before(tmp_path):
     task = load_suite(_suite(tmp_path, {"name": "s"})).tasks[0]
     assert task.environment is None and task.env_tag is None and task.sandbox_image is None
