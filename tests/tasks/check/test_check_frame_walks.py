@@ -6,6 +6,9 @@ stopped. freezegun runs from a real environment (`fixrl.sandbox.environment`, ca
 installed code, not the repository's."""
 from __future__ import annotations
 
+import dis
+import inspect
+import logging
 import textwrap
 from pathlib import Path
 
@@ -14,6 +17,8 @@ from suitekit import fix_task, write_repo
 
 from fixrl.sandbox import SandboxPool
 from fixrl.sandbox.environment import EnvSpec, build_environment
+from fixrl.sandbox.inside.check.guard import _opcodes
+from fixrl.sandbox.inside.check.rules import _frame_dropped, _frame_relayed
 from fixrl.tasks import Task, run_check
 from fixrl.tasks.check.guard import spec_for
 
@@ -96,3 +101,69 @@ def test_a_correct_fix_passes_on_docker(tmp_path, docker_available):
         r = judge(pool, tmp_path, GOOD.replace("def stamp(x):\n", "def stamp(x):\n    " + ATTACKS["inspect_stack"]
                                                .replace("\n", "\n    ").rstrip() + "\n"))
         assert r.outcome == "fail" and "_getframe" in r.reason, (r.reason, r.output[-2000:])
+
+
+# Byte-code shapes of a trusted caller of `inspect.currentframe()`: which ones only walk and locate.
+def _walks_names():
+    f = inspect.currentframe().f_back
+    for _ in range(5):
+        if f is None:
+            break
+        name, line, where = f.f_globals.get("__name__", ""), f.f_lineno, f.f_code.co_filename
+        f = f.f_back
+    del f
+    return name, line, where
+
+
+def _reads_locals_after_walking():
+    f = inspect.currentframe().f_back
+    return f.f_locals
+
+
+def _reads_another_global():
+    return inspect.currentframe().f_back.f_globals.get("SECRET")
+
+
+def _returns_the_code():
+    f = inspect.currentframe().f_back
+    return f.f_code
+
+
+def _returns_the_walked_frame():
+    f = inspect.currentframe()
+    while f.f_back is not None:
+        f = f.f_back
+    return f
+
+
+def _stores_the_frame():
+    f = inspect.currentframe()
+    return [f.f_back]
+
+
+def _yields_the_frame():
+    f = inspect.currentframe()
+    yield f.f_back
+
+
+def _relays():
+    return inspect.currentframe()
+
+
+@pytest.mark.parametrize("caller, walks", [(_walks_names, True), (_reads_locals_after_walking, False),
+                                           (_reads_another_global, False), (_returns_the_code, False),
+                                           (_returns_the_walked_frame, False), (_stores_the_frame, False),
+                                           (_yields_the_frame, False), (_relays, False)])
+def test_only_a_walk_that_learns_locations_drops_the_frame(caller, walks):
+    ops = _opcodes()
+    code = caller.__code__
+    call = next(i.offset for i in dis.get_instructions(code) if i.opname in ("CALL", "CALL_FUNCTION"))
+    assert _frame_dropped(ops, code, call) is walks
+    assert _frame_relayed(ops, code, call) is (caller is _relays)
+
+
+def test_inspect_and_logging_currentframe_are_relays():
+    ops = _opcodes()
+    for relay in (inspect.currentframe, logging.currentframe):
+        *_, call = [i.offset for i in dis.get_instructions(relay) if i.opname in ("CALL", "CALL_FUNCTION")]
+        assert _frame_relayed(ops, relay.__code__, call)
