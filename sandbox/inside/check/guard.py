@@ -180,9 +180,10 @@ def _opcodes():
         rebinds=frozenset(m[n] for n in ("STORE_FAST", "DELETE_FAST") if n in m),
         load_fast=frozenset(m[n] for n in ("LOAD_FAST", "LOAD_FAST_CHECK") if n in m),
         # 3.13's LOAD_FAST_LOAD_FAST & co: two locals in one argument (4 bits each), split into
-        # a load or store of each; one not known here (3.14's _BORROW_) stays itself, unread
+        # a load or store of each; a half not known here (3.14's _BORROW) stays the fused opcode,
+        # which no frame rule accepts as a plain load
         fused={op: tuple(fast.get(half.split("_")[0], op) for half in name.split("FAST_", 1))
-               for name, op in m.items() if name.count("FAST") == 2},
+               for name, op in m.items() if name.count("FAST") > 1},
         return_value=m["RETURN_VALUE"], nop=m["NOP"], jump_forward=m["JUMP_FORWARD"], load_const=m["LOAD_CONST"],
         is_op=m.get("IS_OP", -1), attr_loads=frozenset(m[n] for n in ("LOAD_ATTR", "LOAD_METHOD") if n in m),
         truth_tests=frozenset(op for name, op in m.items() if name.startswith("POP_JUMP") or name == "TO_BOOL"),
