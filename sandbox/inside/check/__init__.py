@@ -53,8 +53,9 @@ verdict is fail:
   through stdlib consumers that never hand a frame back (logging's findCaller, traceback's
   summaries, namedtuple, typing, enum), and except a trusted caller's `sys._getframe` whose
   frame is no older than the agent's newest frame and which its byte-code only reads plain
-  attributes of, never f_back, never handing the frame on (attrs, typing_extensions: see
-  `rules._frame_consumed`);
+  attributes of, never f_back, never handing the frame on (attrs, typing_extensions), or
+  walks with f_back learning only module names and lines (freezegun, through inspect's
+  `currentframe`, a relay looked through: see `rules._frame_consumed`);
 - the heap (gc.get_objects/get_referrers/get_referents), ctypes, process creation and signals
   to processes (subprocess, os.system/exec*/spawn*/posix_spawn/fork/forkpty, pty, os.kill),
   sys.settrace/setprofile, installing a signal handler, importing unittest.mock, FIFOs and

@@ -170,6 +170,8 @@ def _opcodes():
     import opcode  # noqa: PLC0415 - stdlib, imported by dis/inspect already
 
     m = opcode.opmap
+    nb_ops = [name for name, _ in getattr(opcode, "_nb_ops", ())]
+    fast = {"LOAD": m["LOAD_FAST"], "STORE": m["STORE_FAST"]}
     return types.SimpleNamespace(
         calls=frozenset(m[n] for n in ("CALL", "CALL_FUNCTION", "CALL_METHOD") if n in m),
         cache=m.get("CACHE", -1), extended_arg=m["EXTENDED_ARG"], load_attr=m["LOAD_ATTR"],
@@ -177,7 +179,15 @@ def _opcodes():
         haslocal=frozenset(opcode.haslocal),
         rebinds=frozenset(m[n] for n in ("STORE_FAST", "DELETE_FAST") if n in m),
         load_fast=frozenset(m[n] for n in ("LOAD_FAST", "LOAD_FAST_CHECK") if n in m),
-        fused=frozenset(op for name, op in m.items() if name.count("FAST") > 1))
+        # 3.13's LOAD_FAST_LOAD_FAST & co: two locals in one argument (4 bits each), split into
+        # a load or store of each; a half not known here (3.14's _BORROW) stays the fused opcode,
+        # which no frame rule accepts as a plain load
+        fused={op: tuple(fast.get(half.split("_")[0], op) for half in name.split("FAST_", 1))
+               for name, op in m.items() if name.count("FAST") > 1},
+        return_value=m["RETURN_VALUE"], nop=m["NOP"], jump_forward=m["JUMP_FORWARD"], load_const=m["LOAD_CONST"],
+        is_op=m.get("IS_OP", -1), attr_loads=frozenset(m[n] for n in ("LOAD_ATTR", "LOAD_METHOD") if n in m),
+        truth_tests=frozenset(op for name, op in m.items() if name.startswith("POP_JUMP") or name == "TO_BOOL"),
+        subscr=(m["BINARY_SUBSCR"], None) if "BINARY_SUBSCR" in m else (m["BINARY_OP"], nb_ops.index("NB_SUBSCR")))
 
 
 def _install_dirs():

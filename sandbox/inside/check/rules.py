@@ -95,6 +95,8 @@ def _rules(st):
 
 _FRAME_READS = frozenset({"f_globals", "f_locals", "f_code", "f_lineno", "f_lasti", "f_builtins"})
 """What a trusted caller may read from the frame `sys._getframe` hands it (never f_back)."""
+_CODE_LOCATION = frozenset({"co_filename", "co_name", "co_qualname", "co_firstlineno"})
+"""What a frame-walking consumer may read of a frame's code: where it is, none of its constants."""
 
 
 def _frame_consumed(st, frame, args):
@@ -105,11 +107,15 @@ def _frame_consumed(st, frame, args):
     anything older than the agent's code), and (3) the caller's byte-code reads one plain
     attribute of the result (`sys._getframe(1).f_globals...`, as attrs, typing, enum and
     namedtuple do to name a class's module), or keeps it in a local variable that it only
-    ever reads plain attributes of (typing_extensions' `frame.f_locals.get("origin")`): the
-    frame object, whose unaudited f_back leads to every older frame, never leaves the
-    function. A helper that returns the frame (inspect.currentframe, logging's
-    currentframe), passes it on or reads its f_back is judged by who is on the stack
-    (`_attribute`)."""
+    ever reads plain attributes of (typing_extensions' `frame.f_locals.get("origin")`), or
+    walks it (`frame = frame.f_back`) learning only locations of the frames it passes
+    (`_walked`: freezegun's module-name test): the frame object, whose unaudited f_back leads
+    to every older frame, never leaves the function. A trusted relay -- a function whose call
+    of `sys._getframe` is followed by returning its result and nothing else (inspect's and
+    logging's `currentframe`, judged on byte-code, `_frame_relayed`) -- is looked through:
+    its caller must be trusted and is judged the same way at its own call site. A helper
+    that returns the frame to anyone else, passes it on, or reads more than locations of a
+    walked frame is judged by who is on the stack (`_attribute`)."""
     result = args[0] if args else None
     if type(result) is not _FRAME or _code_cats(st, frame.f_code) is not None:
         return False
@@ -120,32 +126,77 @@ def _frame_consumed(st, frame, args):
         if f is None or _code_cats(st, f.f_code) is not None:
             return False  # older than changed code, or not on this stack at all
         f = f.f_back
+    if _site_verdict(st, "relay", frame, _frame_relayed):
+        frame = frame.f_back  # one relay only: a relay's caller that returns it is no relay
+        if frame is None or _code_cats(st, frame.f_code) is not None:
+            return False
+    return _site_verdict(st, "drop", frame, _frame_dropped)
+
+
+def _site_verdict(st, kind, frame, judge):
+    """judge(ops, code, lasti) for the call `frame` is making, cached per code and offset."""
     code, lasti = frame.f_code, frame.f_lasti
-    hit = st.frame_sites.get((id(code), lasti))
+    key = (kind, id(code), lasti)
+    hit = st.frame_sites.get(key)
     if hit is not None and hit[0] is code:
         return hit[1]
-    verdict = _frame_dropped(st.opcodes, code, lasti)
-    st.frame_sites[(id(code), lasti)] = (code, verdict)  # holds the code: its id is never reused
+    verdict = judge(st.opcodes, code, lasti)
+    st.frame_sites[key] = (code, verdict)  # holds the code: its id is never reused
     return verdict
 
 
-def _frame_dropped(ops, code, lasti):
-    """Whether the call at `lasti` in `code` hands its result only to `_FRAME_READS` reads."""
-    ins = _instructions(ops, code.co_code)
-    at = next((k for k, (offset, _, _) in enumerate(ins) if offset == lasti), None)
+def _call_at(ops, ins, lasti):
+    """Index in `ins` of the call instruction at offset `lasti`, or None. A frame calling a
+    Python function has its `f_lasti` on the call's last inline cache entry (3.11): the
+    instruction that owns it is the last one at or before it."""
+    at = next((k for k in range(len(ins) - 1, -1, -1) if ins[k][0] <= lasti), None)
     if at is not None and ins[at][1] == ops.precall and at + 1 < len(ins):
         at += 1  # 3.11 calls a built-in from PRECALL once specialised: its CALL follows
     if at is None or ins[at][1] not in ops.calls or at + 1 >= len(ins):
+        return None
+    return at
+
+
+def _frame_relayed(ops, code, lasti):
+    """Whether the call at `lasti` in `code` is followed by returning its result and nothing
+    else (forward jumps followed, as a conditional expression compiles)."""
+    ins = _instructions(ops, code.co_code)
+    at = _call_at(ops, ins, lasti)
+    if at is None:
+        return False
+    k = at + 1
+    for _ in range(len(ins)):
+        if k >= len(ins):
+            return False
+        offset, op, arg = ins[k]
+        if op == ops.return_value:
+            return True
+        if op == ops.nop:
+            k += 1
+        elif op == ops.jump_forward:
+            target = offset + 2 + 2 * arg
+            k = next((j for j, (o, _, _) in enumerate(ins) if o == target), len(ins))
+        else:
+            return False
+    return False
+
+
+def _frame_dropped(ops, code, lasti):
+    """Whether the call at `lasti` in `code` hands its result only to `_FRAME_READS` reads,
+    or only to a walk that learns locations (`_walked`)."""
+    ins = _instructions(ops, code.co_code)
+    at = _call_at(ops, ins, lasti)
+    if at is None:
         return False
     _, op, arg = ins[at + 1]
-    if op == ops.store_fast:  # kept in a local: every read of it must be a plain attribute
-        return _only_read_through(ops, code, ins, arg)
-    return _reads_frame_attr(ops, code, ins, at + 1)
+    if op == ops.store_fast and _only_read_through(ops, code, ins, arg):
+        return True  # kept in a local: every read of it is a plain attribute
+    return _reads_frame_attr(ops, code, ins, at + 1) or _walked(ops, code, ins, at + 1, set())
 
 
 def _instructions(ops, raw):
-    """(offset, opcode, argument) of each instruction, inline caches skipped and EXTENDED_ARG
-    folded into the argument it extends."""
+    """(offset, opcode, argument) of each instruction, inline caches skipped, EXTENDED_ARG
+    folded into the argument it extends, and 3.13's two-local instructions split in two."""
     out, ext = [], 0
     for offset in range(0, len(raw) - 1, 2):
         op, arg = raw[offset], raw[offset + 1] | ext
@@ -155,29 +206,86 @@ def _instructions(ops, raw):
             ext = arg << 8
             continue
         ext = 0
-        out.append((offset, op, arg))
+        if op in ops.fused:
+            first, second = ops.fused[op]
+            out += [(offset, first, arg >> 4), (offset, second, arg & 15)]
+        else:
+            out.append((offset, op, arg))
     return out
+
+
+def _attr_name(ops, code, ins, k):
+    """The name instruction k loads as an attribute (LOAD_ATTR, LOAD_METHOD), or None."""
+    if k >= len(ins) or ins[k][1] not in ops.attr_loads:
+        return None
+    index = ins[k][2] >> (ops.name_shift if ins[k][1] == ops.load_attr else 0)
+    return code.co_names[index] if index < len(code.co_names) else None
 
 
 def _reads_frame_attr(ops, code, ins, k):
     """Whether instruction k loads one of `_FRAME_READS` from the value on top of the stack."""
-    if k >= len(ins) or ins[k][1] != ops.load_attr:
-        return False
-    index = ins[k][2] >> ops.name_shift
-    return index < len(code.co_names) and code.co_names[index] in _FRAME_READS
+    return k < len(ins) and ins[k][1] == ops.load_attr and _attr_name(ops, code, ins, k) in _FRAME_READS
 
 
 def _only_read_through(ops, code, ins, var):
     """Whether every use of local `var` in `code` is a load followed by a `_FRAME_READS`
     attribute (stores and deletes rebind it): the frame it holds never leaves the function."""
     for k, (_, op, arg) in enumerate(ins):
-        if op not in ops.haslocal or op in ops.rebinds:
-            continue
-        if op in ops.fused:
-            return False  # two locals in one argument (3.13): not looked into
-        if arg == var and (op not in ops.load_fast or not _reads_frame_attr(ops, code, ins, k + 1)):
+        used = arg == var and op in ops.haslocal and op not in ops.rebinds
+        if used and (op not in ops.load_fast or not _reads_frame_attr(ops, code, ins, k + 1)):
             return False
     return True
+
+
+def _walked(ops, code, ins, k, seen):
+    """Whether the frame on top of the stack before instruction k is only walked and located:
+    followed to `f_back`, kept in a local that is itself only walked (`seen`: locals already
+    being checked), tested for truth or None, or asked where it is -- its module's name
+    (`f_globals.get("__name__"...)`, `f_globals["__name__"]`), `f_lineno`, `f_code.co_filename`
+    and the like (`_CODE_LOCATION`). Never f_locals, another f_globals key, or the frame
+    itself passed, returned, stored elsewhere or yielded: what the walk learns of the older
+    frames it reaches (a test's, pytest's) is their location, never a value."""
+    if k >= len(ins):
+        return False
+    _, op, arg = ins[k]
+    if op == ops.store_fast:
+        if arg in seen:
+            return True
+        seen.add(arg)
+        uses = [j for j, (_, o, a) in enumerate(ins) if a == arg and o in ops.haslocal and o not in ops.rebinds]
+        return all(ins[j][1] in ops.load_fast and _walked(ops, code, ins, j + 1, seen) for j in uses)
+    if op in ops.truth_tests:
+        return True
+    if op == ops.load_const and code.co_consts[arg] is None:
+        return k + 1 < len(ins) and ins[k + 1][1] == ops.is_op
+    if op != ops.load_attr:
+        return False
+    name = _attr_name(ops, code, ins, k)
+    if name == "f_back":
+        return _walked(ops, code, ins, k + 1, seen)
+    if name == "f_lineno":
+        return True
+    if name == "f_code":
+        return _attr_name(ops, code, ins, k + 1) in _CODE_LOCATION
+    return name == "f_globals" and _module_name_read(ops, code, ins, k + 1)
+
+
+def _module_name_read(ops, code, ins, k):
+    """Whether instructions from k read `["__name__"]` or `.get("__name__"[, default])` of the
+    globals dictionary on top of the stack (a constant default only)."""
+    def name_const(j):
+        return j < len(ins) and ins[j][1] == ops.load_const and code.co_consts[ins[j][2]] == "__name__"
+
+    if name_const(k):
+        return k + 1 < len(ins) and (ins[k + 1][1], ins[k + 1][2] if ops.subscr[1] is not None else None) == ops.subscr
+    if _attr_name(ops, code, ins, k) != "get" or not name_const(k + 1):
+        return False
+    j = k + 2
+    if j < len(ins) and ins[j][1] == ops.load_const:
+        j += 1  # the default
+    if j < len(ins) and ins[j][1] == ops.precall:
+        j += 1
+    return j < len(ins) and ins[j][1] in ops.calls
 
 
 _PERMISSIVE_MODULES = frozenset({"unittest.mock", "mock", "pytest_mock"})
