@@ -22,8 +22,8 @@ _UNITTEST_COMPARING = frozenset({
 
 
 def _sides_of(st, tree, path):
-    """id(node) -> (is the test's expected value, ...) for each operand of every one-operator
-    comparison in `tree`, and for the first two arguments of unittest's comparing asserts."""
+    """id(node) -> (is the test's expected value, ...) for each operand of every comparison in
+    `tree` (a chain's too), and for the first two arguments of unittest's comparing asserts."""
     module_scope = _scope_of(st, tree.body, path, None, ())
     out = {}
     _visit(st, tree, module_scope, path, out)
@@ -43,8 +43,8 @@ def _visit(st, node, scope, path, out):
         for child in body:
             _visit(st, child, scope, path, out)
         return
-    if kind is a.Compare and len(node.ops) == 1:
-        out[id(node)] = (_expected(st, node.left, scope), _expected(st, node.comparators[0], scope))
+    if kind is a.Compare:  # one operand after another: a chain's pairs are read from it (values._chain)
+        out[id(node)] = tuple(_expected(st, x, scope) for x in (node.left, *node.comparators))
     elif kind is a.Call and type(node.func) is a.Attribute and node.func.attr in _UNITTEST_COMPARING:
         out[id(node)] = tuple(_expected(st, arg, scope) for arg in node.args[:2])
     for child in _children(st, node):

@@ -7,7 +7,7 @@ import builtins
 
 from .base import _C_SLOTS, _CODE, _TYPE_NAME, _TYPE_QUALNAME, _c_type, _function_code, _mro, _type_dict
 from .core import _code_cats, _read_all, _short
-from .sides import _sides_of
+from .sides import _children, _sides_of
 
 _COMPARE_OPS = ("Eq", "NotEq", "Lt", "LtE", "Gt", "GtE", "In", "NotIn")
 _AUDIT_SENTINEL = "\x00fixrl: sys.audit\x00"
@@ -32,28 +32,31 @@ def _compile_test(st, path):
     name = path
     stat = st.stat(name)
     tree = st.compile(_read_all(st, name), name, "exec", st.only_ast, dont_inherit=True)
-    tree = _guard_node(st, tree, _sides_of(st, tree, name))
+    tree = _guard_node(st, tree, _sides_of(st, tree, name), _class_scoped(st, tree))
     st.fix_locations(tree)
     code = _bind_audit(st, st.compile(tree, name, "exec", dont_inherit=True, optimize=0))
     st.produced[id(code)] = code
     return stat, code
 
 
-def _guard_node(st, node, sides):
+def _guard_node(st, node, sides, in_class=frozenset()):
     """`node` with its comparisons, negations and assert tests routed through the guard;
-    `sides`: `sides._sides_of` of the module (which operands are the test's own values)."""
+    `sides`: `sides._sides_of` of the module (which operands are the test's own values);
+    `in_class`: `_class_scoped` of the module."""
     a = st.ast
     for field in type(node)._fields:
         value = getattr(node, field, None)
         if type(value) is list:
-            value[:] = [_guard_node(st, v, sides) if isinstance(v, a.AST) else v for v in value]
+            value[:] = [_guard_node(st, v, sides, in_class) if isinstance(v, a.AST) else v for v in value]
         elif isinstance(value, a.AST):
-            setattr(node, field, _guard_node(st, value, sides))
+            setattr(node, field, _guard_node(st, value, sides, in_class))
     kind = type(node)
     if kind is a.Compare and len(node.ops) == 1 and type(node.ops[0]).__name__ in _COMPARE_OPS:
         return _located(st, _checked(st, [node.left, node.comparators[0]], type(node.ops[0]).__name__,
                                      lambda left, right: a.Compare(left, node.ops, [right]),
                                      sides.get(id(node), (False, False))), node)
+    if kind is a.Compare and len(node.ops) > 1 and id(node) not in in_class and not _binds_or_suspends(st, node):
+        return _located(st, _chain(st, node, sides.get(id(node), (False,) * (len(node.ops) + 1))), node)
     if kind is a.Call and id(node) in sides:
         node.args[:2] = [arg if expected or type(arg) is a.Starred else _located(st, _reduced(st, arg), arg)
                          for arg, expected in zip(node.args[:2], sides[id(node)])]
@@ -86,6 +89,79 @@ def _checked(st, operands, op, result, sides=()):
     body = a.Subscript(a.Tuple([audit, a.BoolOp(a.And(), [approved, given])], a.Load()), a.Constant(1), a.Load())
     params = a.arguments([], [a.arg(n) for n in [*names, "@fixrl_b"]], None, [], [], None, [])
     return a.Call(a.Lambda(params, body), [*operands, a.List([], a.Load())], [])
+
+
+def _chain(st, node, expected):
+    """`x0 op1 x1 op2 x2 ...` as `(lambda @c0, @c1: C(@c0 op1 @c1) and (lambda @c2: C(@c1 op2 @c2)
+    and ...)(x2))(x0, x1)`, each C a one-operator comparison routed like any other: Python's
+    order and short-circuit kept (x2 is evaluated only when the first pair holds, each operand
+    once), and a chain is never decided by the agent's objects either. The later operands are
+    evaluated inside a lambda, so a chain in a class body's own scope (whose names a lambda
+    does not see) or one holding `yield`, `await` or `:=` (`_binds_or_suspends`) is left as
+    Python runs it: what the guard does not judge there is said in docs/change-policy.md."""
+    a = st.ast
+    operands = [node.left, *node.comparators]
+    names = [f"@fixrl_c{i}" for i in range(len(operands))]
+
+    def pair(i):
+        op = node.ops[i]
+        left, right = a.Name(names[i], a.Load()), a.Name(names[i + 1], a.Load())
+        if type(op).__name__ not in _COMPARE_OPS:  # `is`, `is not`: identity, no object's method decides
+            return a.Compare(left, [op], [right])
+        return _checked(st, [left, right], type(op).__name__, lambda x, y: a.Compare(x, [op], [y]),
+                        expected[i:i + 2])
+
+    def params(*ns):
+        return a.arguments([], [a.arg(n) for n in ns], None, [], [], None, [])
+
+    body = pair(len(node.ops) - 1)
+    for i in range(len(node.ops) - 2, -1, -1):
+        rest = a.Call(a.Lambda(params(names[i + 2]), body), [operands[i + 2]], [])
+        body = a.BoolOp(a.And(), [pair(i), rest])
+    return a.Call(a.Lambda(params(names[0], names[1]), body), operands[:2], [])
+
+
+def _binds_or_suspends(st, node):
+    """Whether a chain's later operands hold what a lambda would change the meaning of."""
+    a = st.ast
+    kinds = (a.Yield, a.YieldFrom, a.Await, a.NamedExpr)
+    todo = list(node.comparators[1:])
+    while todo:
+        n = todo.pop()
+        if type(n) in kinds:
+            return True
+        todo += _children(st, n)
+    return False
+
+
+def _class_scoped(st, tree):
+    """ids of the nodes evaluated in a class body's own scope (comprehensions there included:
+    their first iterable is), where a lambda would not see the class's names."""
+    a = st.ast
+    out = set()
+
+    def mark(node, in_class):
+        kind = type(node)
+        if kind in (a.FunctionDef, a.AsyncFunctionDef, a.Lambda):
+            for child in [*getattr(node, "decorator_list", ()), *node.args.defaults, *node.args.kw_defaults]:
+                if child is not None:
+                    mark(child, in_class)
+            for child in (node.body if kind is not a.Lambda else [node.body]):
+                mark(child, False)
+            return
+        if kind is a.ClassDef:
+            for child in [*node.bases, *node.keywords, *node.decorator_list]:
+                mark(child, in_class)
+            for child in node.body:
+                mark(child, True)
+            return
+        if in_class:
+            out.add(id(node))
+        for child in _children(st, node):
+            mark(child, in_class)
+
+    mark(tree, False)
+    return frozenset(out)
 
 
 def _reduced(st, operand):

@@ -19,3 +19,8 @@ def test_pair_is_in():
 class TestPairs(unittest.TestCase):
     def test_two(self):
         self.assertEqual(pairs([8, 9]), [(8, 9)])
+
+
+def test_pairs_chained():
+    assert pairs([1, 2, 3]) == [(1, 2), (2, 3)] == [(1, 2), (2, 3)]
+    assert 0 < len(pairs([4, 5, 6])) <= 2 < 3

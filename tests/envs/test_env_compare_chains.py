@@ -1,0 +1,89 @@
+"""Chained comparisons in hidden tests (`a == b == c`, `0 <= x < n`) are routed through the
+guard pair by pair, with Python's meaning kept: each operand evaluated once and in order, the
+later ones only while the chain holds, a chain in a class body's own scope or holding
+`yield`/`await`/`:=` left as Python runs it. The guard's verdict itself is the real checks'
+business (test_env_compare_values.py: a wildcard answering a chain earns 0 on every backend);
+here the rewrite runs on the host with an audit that records each pair and approves it."""
+from __future__ import annotations
+
+import ast
+import types
+
+from fixrl.sandbox.inside.check import values
+
+SOURCE = '''
+seen = []
+
+def v(x):
+    seen.append(x)
+    return x
+
+def boom():
+    raise AssertionError("evaluated past a false pair")
+
+r_true = v(1) < v(2) <= v(2) == v(2)
+r_false = v(3) < v(1) < boom()
+r_mixed = v(None) is v(None) == v(None) != v(0)
+
+def nested():
+    return [v(0) <= i < v(3) for i in range(5)]
+
+r_nested = nested()
+
+class Limits:
+    low = 1
+    ok = low < 2 < 3  # class scope: a lambda would not see `low`
+
+def gen():
+    r = 1 < (yield 5) < 10  # the second operand is evaluated before any lambda: rewritten
+    yield r
+
+def gen_late():
+    r = 1 < 2 < (yield 5)  # a later one would be evaluated inside one: left as it is
+    yield r
+'''
+
+
+def _guarded(source):
+    calls = []
+
+    def audit(event, op, operands, box, sides=()):  # approves, and lets Python compute the result
+        calls.append((op, tuple(operands)))
+        box.append(True)
+
+    st = types.SimpleNamespace(ast=types.SimpleNamespace(**{k: v for k, v in vars(ast).items() if isinstance(v, type)}),
+                               audit=audit)
+    tree = ast.parse(source)
+    tree = values._guard_node(st, tree, {}, values._class_scoped(st, tree))
+    ast.fix_missing_locations(tree)
+    code = values._bind_audit(st, compile(tree, "<hidden>", "exec", dont_inherit=True))
+    ns: dict = {}
+    exec(code, ns)
+    return ns, calls
+
+
+def test_a_chain_keeps_pythons_meaning_and_each_pair_is_judged():
+    ns, calls = _guarded(SOURCE)
+    assert ns["r_true"] is True and ns["r_false"] is False and ns["r_mixed"] is True
+    assert ns["r_nested"] == [0 <= i < 3 for i in range(5)]
+    assert ns["Limits"].ok is True
+    g = ns["gen"]()
+    assert next(g) == 5 and g.send(7) is True
+    g = ns["gen_late"]()
+    assert next(g) == 5 and g.send(1) is False
+    # every operand once, in order; boom() never called; `is` is identity, not judged
+    assert ns["seen"][:11] == [1, 2, 2, 2, 3, 1, None, None, None, 0, 0]
+    judged = [(op, pair) for op, pair in calls if op != "truth"]
+    assert judged[:4] == [("Lt", (1, 2)), ("LtE", (2, 2)), ("Eq", (2, 2)), ("Lt", (3, 1))]
+    assert ("Eq", (None, None)) in judged and ("NotEq", (None, 0)) in judged
+
+
+def test_a_chain_the_rewrite_cannot_keep_is_left_as_python_runs_it():
+    tree = ast.parse(SOURCE)
+    st = types.SimpleNamespace(ast=types.SimpleNamespace(**{k: v for k, v in vars(ast).items() if isinstance(v, type)}))
+    scoped = values._class_scoped(st, tree)
+    chains = [n for n in ast.walk(tree) if isinstance(n, ast.Compare) and len(n.ops) > 1]
+    in_class = [n for n in chains if id(n) in scoped]
+    suspends = [n for n in chains if values._binds_or_suspends(st, n)]
+    assert [ast.unparse(n) for n in in_class] == ["low < 2 < 3"]
+    assert [ast.unparse(n) for n in suspends] == ["1 < 2 < (yield 5)"]
