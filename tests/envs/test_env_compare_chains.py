@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import types
+import unittest
 
 from fixrl.sandbox.inside.check import values
 
@@ -87,3 +88,34 @@ def test_a_chain_the_rewrite_cannot_keep_is_left_as_python_runs_it():
     suspends = [n for n in chains if values._binds_or_suspends(st, n)]
     assert [ast.unparse(n) for n in in_class] == ["low < 2 < 3"]
     assert [ast.unparse(n) for n in suspends] == ["1 < 2 < (yield 5)"]
+
+
+def test_the_container_of_assert_in_keeps_its_own_membership_test():
+    # more-itertools: `self.assertIn(v, r)` with `r` a numeric_range (the repository's class):
+    # reduced like the other arguments, it lost its __contains__ ("argument of type '_ByOriginal'
+    # is not iterable": a correct fix failed); now reduced like the right operand of `in`.
+    source = ("import unittest\nclass T(unittest.TestCase):\n    def test(self):\n"
+              "        r = make()\n        self.assertIn(1, r)\n        self.assertNotIn(2, r)\n"
+              "        self.assertEqual(r, r)\n")
+    kept = []
+
+    def audit(event, value, box, keep=None):
+        kept.append((event, keep))
+        box.append(lambda _: value)
+
+    st = types.SimpleNamespace(ast=types.SimpleNamespace(**{k: v for k, v in vars(ast).items() if isinstance(v, type)}),
+                               audit=audit)
+    tree = ast.parse(source)
+    tree = values._guard_node(st, tree, {id(n): (True, False) if n.func.attr == "assertIn" else (False, False)
+                                         for n in ast.walk(tree) if isinstance(n, ast.Call) and
+                                         isinstance(n.func, ast.Attribute) and n.func.attr.startswith("assert")})
+    ast.fix_missing_locations(tree)
+    ns = {"make": lambda: {1}}
+    exec(values._bind_audit(st, compile(tree, "<hidden>", "exec", dont_inherit=True)), ns)
+    result = unittest.TestResult()
+    ns["T"]("test").run(result)
+    assert result.wasSuccessful(), result.failures + result.errors
+    # assertIn: only the container (the test's 1 is kept as it is); assertNotIn and assertEqual:
+    # both arguments reduced, the second of assertNotIn kept as a container, neither of assertEqual
+    assert kept == [("fixrl.reduce", True), ("fixrl.reduce", False), ("fixrl.reduce", True),
+                    ("fixrl.reduce", False), ("fixrl.reduce", False)]

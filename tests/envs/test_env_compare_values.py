@@ -80,6 +80,9 @@ class Version:
     ([Version(1)], [Version(1)], (False, True), "Eq", True),  # the test's object of the same class decides
     ([Version(1)], [Version(2)], (False, True), "Eq", False),
     (Version(1), ANY, (False, True), "NotEq", False),         # ANY on the test's side: equal
+    ([Version(1)], [Version(1)], (False, False), "Eq", True),  # both the agent's, one library class: its own method
+    ([Version(1)], [Version(2)], (False, False), "NotEq", True),
+    ([ANY], [Version(1)], (False, False), "Eq", False),        # toolz: inspect.signature(f) == inspect.signature(g)
 ])
 def test_the_agents_side_is_reduced_to_plain_data(tmp_path, left, right, sides_, op, want):
     assert equal._decided(state(tmp_path), op, (left, right), sides_) is want

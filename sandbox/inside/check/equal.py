@@ -72,7 +72,10 @@ class _Opaque:
     comparison answers only for the very object it stands for, and otherwise lets the other
     operand decide -- the test's own object, with this object as it is when both are of the
     same class (a library's value type comparing its own kind), else this stand-in -- or
-    Python's identity fallback."""
+    Python's identity fallback. Two stand-ins of one library class (both sides the agent's:
+    `inspect.signature(f) == inspect.signature(g)`) compare with that class's own method: an
+    agent that controls both sides decides that comparison whatever the guard does, and one
+    that controls one side must produce an equal object of the same class to win it."""
 
     __slots__ = ("held",)
 
@@ -85,6 +88,8 @@ class _Opaque:
             return True
         if type(other) is type(held):  # the test's own object of that class decides
             return type(other).__eq__(other, held)
+        if type(other) is _Opaque and type(other.held) is type(held):
+            return type(held).__eq__(held, other.held)  # both sides the agent's, one library class
         return NotImplemented
 
     def __ne__(self, other):
@@ -93,6 +98,8 @@ class _Opaque:
             return False
         if type(other) is type(held):
             return type(other).__ne__(other, held)
+        if type(other) is _Opaque and type(other.held) is type(held):
+            return type(held).__ne__(held, other.held)
         return NotImplemented
 
     def __hash__(self):

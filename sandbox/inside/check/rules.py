@@ -680,8 +680,8 @@ def _value_rules(st):
         return None
 
     def reduce(args, frame):
-        value, box = args
-        box.append(_later(_plain_of, st, value, False, [_BUDGET], {}, False))
+        value, box, keep = args  # keep: the container of assertIn/assertNotIn (its own membership test)
+        box.append(_later(_plain_of, st, value, False, [_BUDGET], {}, keep is True))
         return None
 
     def rewrite(args, frame):

@@ -10,6 +10,7 @@ from .core import _code_cats, _read_all, _short
 from .sides import _children, _sides_of
 
 _COMPARE_OPS = ("Eq", "NotEq", "Lt", "LtE", "Gt", "GtE", "In", "NotIn")
+_MEMBERSHIP_ASSERTS = frozenset({"assertIn", "assertNotIn"})
 _AUDIT_SENTINEL = "\x00fixrl: sys.audit\x00"
 """A constant the compiled test code holds where it calls sys.audit: replaced by the builtin
 itself after compiling, so no name lookup (which code under test could redirect) is involved."""
@@ -58,8 +59,10 @@ def _guard_node(st, node, sides, in_class=frozenset()):
     if kind is a.Compare and len(node.ops) > 1 and id(node) not in in_class and not _binds_or_suspends(st, node):
         return _located(st, _chain(st, node, sides.get(id(node), (False,) * (len(node.ops) + 1))), node)
     if kind is a.Call and id(node) in sides:
-        node.args[:2] = [arg if expected or type(arg) is a.Starred else _located(st, _reduced(st, arg), arg)
-                         for arg, expected in zip(node.args[:2], sides[id(node)])]
+        membership = type(node.func) is a.Attribute and node.func.attr in _MEMBERSHIP_ASSERTS
+        node.args[:2] = [arg if expected or type(arg) is a.Starred else
+                         _located(st, _reduced(st, arg, keep=membership and i == 1), arg)
+                         for i, (arg, expected) in enumerate(zip(node.args[:2], sides[id(node)]))]
     if kind is a.UnaryOp and type(node.op) is a.Not:
         node.operand = _located(st, _checked(st, [node.operand], "truth", lambda v: v), node.operand)
     elif kind is a.Assert:
@@ -164,14 +167,15 @@ def _class_scoped(st, tree):
     return frozenset(out)
 
 
-def _reduced(st, operand):
-    """`(lambda @v, @b: (AUDIT.__call__("fixrl.reduce", @v, @b), @b[0](None))[1])(operand, [])`:
-    an argument of a unittest comparing assert that may be the agent's, as plain data (reduced
-    outside the audit hook)."""
+def _reduced(st, operand, keep=False):
+    """`(lambda @v, @b: (AUDIT.__call__("fixrl.reduce", @v, @b, keep), @b[0](None))[1])(operand,
+    [])`: an argument of a unittest comparing assert that may be the agent's, as plain data
+    (reduced outside the audit hook); `keep`: the container of `assertIn`/`assertNotIn`, whose
+    items are reduced but whose own membership test stays, as for `in` itself."""
     a = st.ast
     box = a.Name("@fixrl_b", a.Load())
     audit = a.Call(a.Attribute(a.Constant(_AUDIT_SENTINEL), "__call__", a.Load()),
-                   [a.Constant("fixrl.reduce"), a.Name("@fixrl_v", a.Load()), box], [])
+                   [a.Constant("fixrl.reduce"), a.Name("@fixrl_v", a.Load()), box, a.Constant(keep)], [])
     reduced = a.Call(a.Subscript(box, a.Constant(0), a.Load()), [a.Constant(None)], [])
     body = a.Subscript(a.Tuple([audit, reduced], a.Load()), a.Constant(1), a.Load())
     params = a.arguments([], [a.arg("@fixrl_v"), a.arg("@fixrl_b")], None, [], [], None, [])
