@@ -27,8 +27,9 @@ whole suite, and why a candidate whose covering tests all pass is only *probably
 - a selected run skips assertion rewriting (tasks.generate.search): a test whose outcome depends on
   it (one that matches the message of an `assert` in its own module) can pass or fail otherwise
   there than in the whole suite.
-A function that runs at import (at collection, or in a session/module/class fixture) is
-selected with the whole suite.
+A function that runs at import (at collection, or in a session/module/class fixture) and in no
+test is selected with the whole suite; one that also runs in tests, with those tests
+(`CoverageMap.covering` says what that gives up).
 """
 from __future__ import annotations
 
@@ -102,8 +103,15 @@ class CoverageMap:
 
     def covering(self, file: str, span: tuple[int, int]) -> frozenset[str] | None:
         """The tests whose run executes code of `span` in `file`, plus the opaque ones; None
-        when every test must run (the code runs at import, or selection is off)."""
-        if self.everything or self.runs_at_import(file, span):
+        when every test must run (selection is off, or the code runs at import and in no test).
+
+        Code that runs at import and in tests is selected by those tests: a selected run imports
+        the package too, so the mutant's import-time effect happens there as well. What that
+        gives up: a mutant whose import-time effect only breaks tests that never call it looks
+        equivalent and is skipped -- a lost candidate, never a wrong task (a kept bug's check
+        always comes from a whole-suite run). Without it a library that builds objects at
+        import (pyparsing's grammars) runs its whole suite for most of its candidates."""
+        if self.everything:
             return None
         entries = self.lines.get(file, [])
         i = bisect.bisect_left([line for line, _ in entries], span[0])
@@ -111,5 +119,7 @@ class CoverageMap:
         while i < len(entries) and entries[i][0] <= span[1]:
             tests |= entries[i][1]
             i += 1
+        if not tests and self.runs_at_import(file, span):
+            return None
         # An opaque test may reach the function where the profiler cannot see it.
         return frozenset(tests) | self.opaque

@@ -81,7 +81,7 @@ class GenerateReport:
     coverage_seconds: float = 0.0
     functions_covered: int = 0
     functions_at_import: int = 0
-    """Functions that run at import: their candidates run the whole suite."""
+    """Functions that run at import and in no test: their candidates run the whole suite."""
     functions_uncovered: int = 0
     opaque_tests: int = 0
     """Tests in every selection (they start processes or replace the profiler)."""

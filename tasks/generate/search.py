@@ -9,7 +9,7 @@ than `max_broken_frac` of the suite breaks -> `not_local`; a timeout or a run wi
 (the mutant broke collection, killed pytest) -> `timeout` / `error`. A candidate that breaks
 a covering test then runs the whole suite once: that run decides (`kept`, or what it shows
 instead) and gives the check its tests -- every test the bug breaks, and the ones that pass.
-A candidate whose function runs at import (select None) runs the whole suite at once; one that
+A candidate whose function runs only at import (select None) runs the whole suite at once; one that
 no test covers is `uncovered` and never runs.
 
 Decisions are made in the candidates' order, one at a time, from finished runs only: a
@@ -309,7 +309,7 @@ class Selection:
     """Which tests each candidate's function runs, and the time its selected run may take."""
 
     tests: dict[str, frozenset[str] | None]
-    """Function -> its covering stable tests (None: it runs at import, the whole suite)."""
+    """Function -> its covering stable tests (None: it runs only at import, the whole suite)."""
     timeouts: dict[str, float]
     """Candidate key -> seconds its selected run may take."""
     functions_covered: int = 0

@@ -455,7 +455,8 @@ def test_coverage_map():
     m = CoverageMap.from_record(record)
     assert m.covering("pkg/m.py", (1, 5)) == {"t::a", "t::p"}       # the process-starting test always
     assert m.covering("pkg/m.py", (10, 14)) == {"t::a", "t::b", "t::p"}
-    assert m.covering("pkg/m.py", (18, 25)) is None                  # runs at import: the whole suite
+    assert m.covering("pkg/m.py", (18, 25)) is None                  # runs at import only: the whole suite
+    assert m.covering("pkg/m.py", (1, 20)) == {"t::a", "t::b", "t::p"}  # at import and in tests: those tests
     assert m.covering("pkg/m.py", (30, 40)) == {"t::p"}              # no test calls it
     assert CoverageMap.from_record({**record, "global_spawn": True}).covering("pkg/m.py", (1, 5)) is None
     src = "import functools\n\n\n@functools.cache\ndef f(x):\n    return x\n\n\nclass C:\n    def m(self):\n        pass\n"
