@@ -35,6 +35,7 @@ test command's own import settings apply).
 """
 from __future__ import annotations
 
+import collections
 import hashlib
 import io
 import json
@@ -44,6 +45,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -169,29 +171,49 @@ def env_python(tag: str) -> str:
     return str(exe)
 
 
+_PIP_NEWS = ("Collecting ", "Downloading ", "Using cached ", "Building wheel for ", "Created wheel for ",
+             "Processing ", "Installing collected packages:", "Successfully installed ")
+"""The lines of pip's output passed on as progress: each package resolved, downloaded (or found
+in pip's cache), built into a wheel, installed; pip's other lines only show when a step fails."""
+
+
 def _run(cmd: list[str], what: str, progress: Callable[[str], None]) -> None:
+    """Run one build step, passing pip's news on to `progress` as it comes (a build of a minute
+    is never silent); EnvBuildError with the output's last lines when it fails."""
     progress(what)
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-12:])
-        raise EnvBuildError(f"{what} failed (exit {r.returncode}):\n{tail}\n(check the package names and "
+    start = time.monotonic()
+    tail: collections.deque[str] = collections.deque(maxlen=12)
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.strip()
+            if line:
+                tail.append(line)
+            if line.startswith(_PIP_NEWS):
+                progress(f"  {line}")
+    if proc.returncode != 0:
+        lines = "\n".join(tail)
+        raise EnvBuildError(f"{what} failed (exit {proc.returncode}):\n{lines}\n(check the package names and "
                             "versions in the environment spec, and that the package registry is reachable)")
+    progress(f"{what}: done ({time.monotonic() - start:.1f} s)")
 
 
 def _stage(spec: EnvSpec, stage: Path, wheels: Path, progress: Callable[[str], None]) -> None:
     """Download and build every wheel (network), then install them offline into `stage`."""
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    # pip's news line by line (`_run`), no bar redrawn in place
+    wheel, install = pip + ["wheel", "--progress-bar", "off"], pip + ["install", "--progress-bar", "off"]
     own: list[str] = []
     if spec.install:
         selfdir = wheels / "self"
-        _run(pip + ["wheel", "--no-deps", "-q", "-w", str(selfdir), str(spec.repo)], "building the repository's wheel",
+        _run(wheel + ["--no-deps", "-w", str(selfdir), str(spec.repo)], "building the repository's wheel",
              progress)
         built = sorted(selfdir.glob("*.whl"))
         if len(built) != 1:
             raise EnvBuildError(f"building {spec.repo} gave {len(built)} wheels, not one")
         own = [f"{built[0]}[{','.join(spec.extras)}]" if spec.extras else str(built[0])]
-    _run(pip + ["wheel", "-q", "-w", str(wheels)] + own + spec.pip_args(), "resolving and downloading", progress)
-    _run(pip + ["install", "-q", "--no-index", "--find-links", str(wheels), "--no-compile", "--target", str(stage)]
+    _run(wheel + ["-w", str(wheels)] + own + spec.pip_args(), "resolving and downloading", progress)
+    _run(install + ["--no-index", "--find-links", str(wheels), "--no-compile", "--target", str(stage)]
          + own + spec.pip_args(), "installing offline", progress)
     if spec.install:
         _strip_own_code(spec, stage, Path(own[0].split("[")[0]))

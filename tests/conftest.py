@@ -1,6 +1,6 @@
-"""Shared fixtures: the built-in suite, the tiny Qwen-format checkpoint (built once, cached),
-Docker availability, and source distributions of real packages from PyPI. Tests mirror the
-package folders (tests/sandbox, tests/tasks, ...)."""
+"""Shared fixtures: a sandbox pool on every backend, the built-in suite, the tiny Qwen-format
+checkpoint (built once, cached), Docker availability, and source distributions of real packages
+from PyPI. Tests mirror the package folders (tests/sandbox, tests/tasks, ...)."""
 from __future__ import annotations
 
 import os
@@ -13,6 +13,7 @@ import pytest
 
 from fixrl.harness.bench.errors import BenchError
 from fixrl.harness.bench.sdist import SdistUnavailable, fetch_sdist
+from fixrl.sandbox import SandboxPool
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("FIXRL_CACHE", Path.home() / ".cache" / "fixrl"))
@@ -33,6 +34,18 @@ def docker_available() -> bool:
             pytest.fail("Docker daemon not answering; `make test` should have started it")
         pytest.skip("no Docker daemon (run `make docker`)")
     return True
+
+
+@pytest.fixture(scope="module", params=["fresh", "forking", pytest.param("docker", marks=pytest.mark.docker)])
+def pool(request):
+    """A pool of one sandbox per test module and kind: pytest started in a new interpreter, forked
+    from the pre-imported one of a ForkingSandbox, and on Docker (marked `docker`): every test
+    asking for `pool` runs on all three. A module that wants other kinds defines its own `pool`."""
+    if request.param == "docker":
+        request.getfixturevalue("docker_available")
+    backend = "docker" if request.param == "docker" else "local"
+    with SandboxPool(1, backend=backend, forking=request.param == "forking") as p:
+        yield p
 
 
 @pytest.fixture(scope="session")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -252,7 +253,8 @@ def build_environment(env: dict[str, Any] | None, src: Path, backend: str, suite
     except ValueError as e:
         raise EnvBuildError(f"the environment {env} is not valid: {e}") from None
     cached = _is_built(spec, backend)
-    tag = build_env_spec(spec, backend)
+    lib_env = spec.tag()   # the build's steps and pip's news on stderr: a build of a minute is never silent
+    tag = build_env_spec(spec, backend, lambda line: print(f"  {lib_env}: {line}", file=sys.stderr, flush=True))
     return EnvBuild(round(time.monotonic() - t0, 1), tag, cached, note=f"{tag} ({'cached' if cached else 'built'})")
 
 

@@ -378,6 +378,9 @@ def validate_suite(suite: Suite | Path, *, backend: str = "local", jobs: int = 2
     todo = [t for t in tasks if t.id not in done]
     require_images(backend, {image or t.image for t in todo})   # said once, before any sandbox starts
     broken = build_environments(todo, backend, say or (lambda line: None))
+    if store:   # keyed by what the sandboxes run: an environment built just now has its key only now
+        store.forget_runtimes()
+        keys.update({t.id: store.key(t) for t in todo})
     for task in [t for t in todo if t.env_tag in broken]:
         why = broken[str(task.env_tag)]
         res = ValidationResult(task.id, ok=False, reasons=[why], first_error=why.splitlines()[0],

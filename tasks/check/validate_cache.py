@@ -10,24 +10,38 @@ depends on:
 - the repository's content: every file's path and bytes (symlinks by target) under the
   repository directory, except what `tasks.format.materialize` strips before a sandbox sees it (`.git`,
   `__pycache__`, `*.pyc`, ...); a git repository + commit by the commit's tree id;
-- the checking code (the bytes of the check package, of the task format modules a verdict
-  depends on, and of every file of `fixrl.sandbox.inside`: the check runner and its runtime
-  guard, the exec server, the zygote), the Python version, and the run's backend, image and repeats.
+- the checking code: the bytes of every fixrl module validation imports (followed statically
+  from `tasks.check.validate`: the check package with its host-side guard, the task format, the
+  sandbox backends and the pinned hash seed) and of every file of `fixrl.sandbox.inside` (shipped
+  into the sandbox: the check runner and its runtime guard, the exec server, the zygote); the
+  Python version; the run's backend, image and repeats;
+- what the task's sandboxes run: on Docker the id of the image (a rebuilt environment layer or
+  base image is another id), on the local backend the distributions installed in the task's
+  environment (or, without one, in the interpreter running fixrl). A task whose environment is
+  not built yet has no key until it is.
 A result that says the sandbox itself failed, or that validation crashed, is not stored: it
 says nothing about the task. The file is replaced atomically (written to `.partial`, then
 renamed); a file that cannot be read is ignored with a warning and rewritten.
+
+What it does NOT guarantee: a change outside what is hashed (a system library, a Debian package
+of the local host, a fixrl module loaded only by name at run time) is not seen; `--no-cache`
+runs everything again.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
+import site
 import subprocess
 import sys
 from pathlib import Path
 from typing import Callable
 
 from fixrl.sandbox import shipping
+from fixrl.sandbox.environment import env_dir, is_env_tag
+from fixrl.sandbox.factory import DEFAULT_IMAGE
 from fixrl.tasks.format.loader import repo_path
 from fixrl.tasks.format.materialize import STRIP_DIRS, STRIP_FILES, STRIP_SUFFIXES
 from fixrl.tasks.format.schema import GitRepo, Task
@@ -35,20 +49,60 @@ from fixrl.tasks.format.schema import GitRepo, Task
 CACHE_DIR = ".fixrl-cache"
 CACHE_FILE = "validate.json"
 FORMAT = 1
-# Every module of the check package, and those of the task format a verdict depends on.
-_FORMAT_MODULES = ("materialize.py", "pytest_command.py", "schema.py")
+_ENTRY = "fixrl.tasks.check.validate"
+"""Where the checking code is followed from: everything a verdict runs is imported from here."""
+_ROOT = Path(__file__).resolve().parents[2]
+"""The folder holding fixrl's top-level packages (`fixrl.tasks` is `_ROOT / "tasks"`)."""
 _UNCACHEABLE = ("sandbox error", "validation crashed")
 
 
+def checking_code_files() -> list[Path]:
+    """The files that decide a verdict: every fixrl module `tasks.check.validate` imports,
+    directly or through other fixrl modules (imports inside functions too, found by reading the
+    source, so the list does not depend on what this process happens to have imported), and
+    every file shipped into the sandbox."""
+    seen: set[Path] = set()
+    todo = [_ENTRY]
+    while todo:
+        for path in _module_files(todo.pop()):
+            if path not in seen:
+                seen.add(path)
+                todo += _fixrl_imports(path)
+    seen.update((shipping.INSIDE_DIR / rel).resolve() for rel in shipping.package_files())
+    return sorted(seen)
+
+
+def _module_files(name: str) -> list[Path]:
+    """The files importing `name` (a dotted `fixrl.` name) runs: each package's `__init__.py` on
+    the way and the module itself; none for a name that is no module (an imported attribute)."""
+    parts = name.split(".")[1:]
+    files = [_ROOT.joinpath(*parts[:i], "__init__.py") for i in range(1, len(parts) + 1)]
+    files.append(_ROOT.joinpath(*parts).with_suffix(".py") if parts else _ROOT / "__init__.py")
+    return [f for f in files if f.is_file()]
+
+
+def _fixrl_imports(path: Path) -> list[str]:
+    """The dotted names of the fixrl modules (and `from` names that may be modules) `path` imports."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names if a.name.startswith("fixrl.")]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:   # relative: from the package `path` is in, `level - 1` folders up
+                pkg = path.parent.parents[node.level - 2] if node.level > 1 else path.parent
+                base = ".".join(["fixrl", *pkg.relative_to(_ROOT).parts] + ([base] if base else []))
+            if base.startswith("fixrl."):
+                names += [base] + [f"{base}.{a.name}" for a in node.names]
+    return names
+
+
 def checking_code_hash() -> str:
-    """A hash of the modules that decide a verdict: a new check runner invalidates the cache."""
+    """A hash of the code that decides a verdict (`checking_code_files`) and the Python version:
+    a changed check runner, guard or sandbox backend invalidates the cache."""
     h = hashlib.sha256(sys.version.encode())
-    check = Path(__file__).parent
-    files = sorted(check.glob("*.py")) + [check.parent / "format" / name for name in _FORMAT_MODULES]
-    for path in files:
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    for rel in shipping.package_files():  # what runs in the sandbox: the runner, the server, the zygote
-        h.update(b"inside/" + rel.encode() + b"\0" + (shipping.INSIDE_DIR / rel).read_bytes())
+    for path in checking_code_files():
+        h.update(path.relative_to(_ROOT).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
@@ -86,8 +140,13 @@ class ValidationCache:
         self.note = note or (lambda _msg: None)
         self.settings = {"format": FORMAT, "code": checking_code_hash(), "backend": backend,
                          "repeats": int(repeats), "image": image}
+        self.backend = backend
+        self.image = image
         self.repo_hashes: dict[str, str | None] = {}
         """Repository hash per resolved repository path (and commit), computed once per run."""
+        self.runtimes: dict[str | None, str | None] = {}
+        """What a sandbox image / environment tag runs (`runtime_id`), per image, once per run
+        (`forget_runtimes` after building environments)."""
         self.entries = self._load()
         self.changed = False
 
@@ -112,16 +171,28 @@ class ValidationCache:
                 else (tree_hash(src) if src.is_dir() else None)
         return self.repo_hashes[ident]
 
+    def _runtime(self, task: Task) -> str | None:
+        image = task.sandbox_image or self.image
+        if image not in self.runtimes:
+            self.runtimes[image] = runtime_id(self.backend, image)
+        return self.runtimes[image]
+
+    def forget_runtimes(self) -> None:
+        """Look the runtimes up again (after environments were built or rebuilt)."""
+        self.runtimes.clear()
+
     def key(self, task: Task) -> str | None:
-        """The task's cache key, or None when it cannot be cached (its repository is missing)."""
+        """The task's cache key, or None when it cannot be cached (its repository is missing, or
+        its environment is not built yet)."""
         repo = self._repo_hash(task)
-        if repo is None:
+        runtime = self._runtime(task)
+        if repo is None or runtime is None:
             return None
         file_bytes = b""
         if task.source_file is not None and Path(task.source_file).is_file():
             file_bytes = Path(task.source_file).read_bytes()
         blob = json.dumps({"settings": self.settings, "task": task.model_dump(mode="json"), "repo": repo,
-                           "task_file": hashlib.sha256(file_bytes).hexdigest()}, sort_keys=True)
+                           "task_file": hashlib.sha256(file_bytes).hexdigest(), "runtime": runtime}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def get(self, task: Task, key: str | None) -> dict | None:
@@ -151,6 +222,42 @@ class ValidationCache:
             os.replace(partial, self.path)
         except OSError as e:
             self.note(f"could not write the validation cache {self.path}: {e}")
+
+
+def runtime_id(backend: str, image: str | None) -> str | None:
+    """What the sandboxes of `image` (an environment's tag, a Docker image, None: the default)
+    run on `backend`, as a string that changes when it is rebuilt: Docker: the image's id; local:
+    the distributions (name-version) installed in the environment, or in fixrl's interpreter
+    without one. None when it is not there (an environment not built yet)."""
+    if backend == "docker":
+        import docker.errors  # noqa: PLC0415 - the docker SDK only for the Docker backend
+
+        from fixrl.sandbox.docker import client  # noqa: PLC0415 - likewise
+        try:
+            return client().images.get(image or DEFAULT_IMAGE).id
+        except (docker.errors.DockerException, OSError):   # missing, or no daemon: said when sandboxes start
+            return None
+    if image is not None and is_env_tag(image):
+        env = env_dir(image)
+        if not (env / "bin" / "python").exists():
+            return None
+        return _distributions(list((env / "lib").glob("python3*/site-packages")))
+    return _distributions([Path(d) for d in site.getsitepackages()])
+
+
+def _distributions(dirs: list[Path]) -> str:
+    """A hash of the distributions installed in `dirs` (their metadata folders' names carry
+    name and version) and of the `.pth` files there (what they put on `sys.path`)."""
+    h = hashlib.sha256()
+    for d in sorted(dirs):
+        if not d.is_dir():
+            continue
+        for entry in sorted(os.listdir(d)):
+            if entry.endswith((".dist-info", ".egg-info")):
+                h.update(entry.encode() + b"\0")
+            elif entry.endswith(".pth") and (d / entry).is_file():
+                h.update(entry.encode() + b"\0" + (d / entry).read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def _git_tree(repo: Path, commit: str) -> str | None:

@@ -10,7 +10,7 @@ import ast
 import types
 import unittest
 
-from fixrl.sandbox.inside.check import values
+from fixrl.sandbox.inside.check import sides, values
 
 SOURCE = '''
 seen = []
@@ -42,7 +42,25 @@ def gen():
 def gen_late():
     r = 1 < 2 < (yield 5)  # a later one would be evaluated inside one: left as it is
     yield r
+
+class Shapes:
+    n = 3
+    flags = [0 <= i < 3 for i in range(n)]  # in the class body (a comprehension there): left as it is
+
+    @staticmethod
+    def inside(x=0 < 1 < 2):  # a default is evaluated in the class body: left as it is
+        return 0 < x < 5  # a method's body is its own scope: rewritten
+
+r_method = Shapes.inside(3)
 '''
+
+
+def _class_chains(st, tree):
+    """The chains `sides._sides_of` finds in a class body's own scope (SOURCE imports nothing:
+    no file is looked at)."""
+    found = set()
+    sides._sides_of(st, tree, "<hidden>", found)
+    return found
 
 
 def _guarded(source):
@@ -55,7 +73,7 @@ def _guarded(source):
     st = types.SimpleNamespace(ast=types.SimpleNamespace(**{k: v for k, v in vars(ast).items() if isinstance(v, type)}),
                                audit=audit)
     tree = ast.parse(source)
-    tree = values._guard_node(st, tree, {}, values._class_scoped(st, tree))
+    tree = values._guard_node(st, tree, {}, _class_chains(st, tree))
     ast.fix_missing_locations(tree)
     code = values._bind_audit(st, compile(tree, "<hidden>", "exec", dont_inherit=True))
     ns: dict = {}
@@ -68,6 +86,7 @@ def test_a_chain_keeps_pythons_meaning_and_each_pair_is_judged():
     assert ns["r_true"] is True and ns["r_false"] is False and ns["r_mixed"] is True
     assert ns["r_nested"] == [0 <= i < 3 for i in range(5)]
     assert ns["Limits"].ok is True
+    assert ns["Shapes"].flags == [True, True, True] and ns["r_method"] is True
     g = ns["gen"]()
     assert next(g) == 5 and g.send(7) is True
     g = ns["gen_late"]()
@@ -82,11 +101,11 @@ def test_a_chain_keeps_pythons_meaning_and_each_pair_is_judged():
 def test_a_chain_the_rewrite_cannot_keep_is_left_as_python_runs_it():
     tree = ast.parse(SOURCE)
     st = types.SimpleNamespace(ast=types.SimpleNamespace(**{k: v for k, v in vars(ast).items() if isinstance(v, type)}))
-    scoped = values._class_scoped(st, tree)
+    scoped = _class_chains(st, tree)
     chains = [n for n in ast.walk(tree) if isinstance(n, ast.Compare) and len(n.ops) > 1]
     in_class = [n for n in chains if id(n) in scoped]
     suspends = [n for n in chains if values._binds_or_suspends(st, n)]
-    assert [ast.unparse(n) for n in in_class] == ["low < 2 < 3"]
+    assert [ast.unparse(n) for n in in_class] == ["low < 2 < 3", "0 <= i < 3", "0 < 1 < 2"]
     assert [ast.unparse(n) for n in suspends] == ["1 < 2 < (yield 5)"]
 
 

@@ -24,7 +24,6 @@ from pathlib import Path
 import pytest
 
 from fixrl import tasks
-from fixrl.sandbox import SandboxPool
 from fixrl.sandbox.inside.check import equal, sides
 from fixrl.tasks.check.guard import original_comparisons
 from fixrl.tasks.check.reward import guard_spec
@@ -155,15 +154,6 @@ def test_the_tests_own_side_is_read_from_its_source(tmp_path):
 @pytest.fixture(scope="module")
 def suite():
     return tasks.load_suite(SUITE)
-
-
-@pytest.fixture(scope="module", params=["fresh", "forking", pytest.param("docker", marks=pytest.mark.docker)])
-def pool(request):
-    if request.param == "docker":
-        request.getfixturevalue("docker_available")
-    backend = "docker" if request.param == "docker" else "local"
-    with SandboxPool(1, backend=backend, forking=request.param == "forking") as p:
-        yield p
 
 
 def check(pool, suite, tmp_path, task_id, path, old, new):

@@ -59,13 +59,18 @@ def build(args) -> int:
         name = spec.tag()
         say(f"{name} ({where}): {env}")
         start = time.monotonic()
-        tag = build_environment(spec, args.backend, lambda line, t=name: say(f"  {t}: {line}"), force=args.force)
+        tag = build_environment(spec, args.backend, lambda line, t=name: _progress(f"  {t}: {line}"), force=args.force)
         seconds = round(time.monotonic() - start, 1)
         done.append({"tag": tag, "backend": args.backend, "environment": env, "seconds": seconds})
         say(f"  {tag}: ready ({seconds} s)")
     if args.json:
         print(json.dumps({"environments": done}, indent=2))
     return 0
+
+
+def _progress(line: str) -> None:
+    """A build step or one of pip's news (sandbox.environment._run): on stderr, as it comes."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def detect(args) -> int:

@@ -82,25 +82,27 @@ class _Opaque:
     def __init__(self, held):
         self.held = held
 
-    def __eq__(self, other):
+    def _decider(self, other):
+        """Who decides a comparison with `other`: `()` the very object this stands for (equal);
+        `(a, b)`: `a`'s class's method with `b` -- the test's own object of the held object's
+        class, or the held object against another stand-in's of its class; None: neither (the
+        other operand's method, or identity)."""
         held = self.held
         if other is held or type(other) is _Opaque and other.held is held:
-            return True
+            return ()
         if type(other) is type(held):  # the test's own object of that class decides
-            return type(other).__eq__(other, held)
+            return other, held
         if type(other) is _Opaque and type(other.held) is type(held):
-            return type(held).__eq__(held, other.held)  # both sides the agent's, one library class
-        return NotImplemented
+            return held, other.held  # both sides the agent's, one library class
+        return None
+
+    def __eq__(self, other):
+        pair = self._decider(other)
+        return NotImplemented if pair is None else type(pair[0]).__eq__(*pair) if pair else True
 
     def __ne__(self, other):
-        held = self.held
-        if other is held or type(other) is _Opaque and other.held is held:
-            return False
-        if type(other) is type(held):
-            return type(other).__ne__(other, held)
-        if type(other) is _Opaque and type(other.held) is type(held):
-            return type(held).__ne__(held, other.held)
-        return NotImplemented
+        pair = self._decider(other)
+        return NotImplemented if pair is None else type(pair[0]).__ne__(*pair) if pair else False
 
     def __hash__(self):
         try:

@@ -21,16 +21,19 @@ _UNITTEST_COMPARING = frozenset({
 """unittest's assert methods whose first two arguments are compared for equality."""
 
 
-def _sides_of(st, tree, path):
+def _sides_of(st, tree, path, class_chains=None):
     """id(node) -> (is the test's expected value, ...) for each operand of every comparison in
-    `tree` (a chain's too), and for the first two arguments of unittest's comparing asserts."""
+    `tree` (a chain's too), and for the first two arguments of unittest's comparing asserts.
+    `class_chains`: a set that gets the ids of the chained comparisons evaluated in a class
+    body's own scope (comprehensions there included: their first iterable is), where a lambda
+    would not see the class's names (`values._chain` leaves them as Python runs them)."""
     module_scope = _scope_of(st, tree.body, path, None, ())
     out = {}
-    _visit(st, tree, module_scope, path, out)
+    _visit(st, tree, module_scope, path, out, set() if class_chains is None else class_chains, False)
     return out
 
 
-def _visit(st, node, scope, path, out):
+def _visit(st, node, scope, path, out, class_chains, in_class):
     a = st.ast
     kind = type(node)
     if kind in (a.FunctionDef, a.AsyncFunctionDef, a.Lambda):
@@ -39,16 +42,19 @@ def _visit(st, node, scope, path, out):
                           node.args)
         for child in [*getattr(node, "decorator_list", ()), *node.args.defaults, *node.args.kw_defaults]:
             if child is not None:
-                _visit(st, child, scope.parent, path, out)
-        for child in body:
-            _visit(st, child, scope, path, out)
+                _visit(st, child, scope.parent, path, out, class_chains, in_class)
+        for child in body:  # a function's body is its own scope, never the class's
+            _visit(st, child, scope, path, out, class_chains, False)
         return
     if kind is a.Compare:  # one operand after another: a chain's pairs are read from it (values._chain)
         out[id(node)] = tuple(_expected(st, x, scope) for x in (node.left, *node.comparators))
+        if in_class and len(node.ops) > 1:
+            class_chains.add(id(node))
     elif kind is a.Call and type(node.func) is a.Attribute and node.func.attr in _UNITTEST_COMPARING:
         out[id(node)] = tuple(_expected(st, arg, scope) for arg in node.args[:2])
-    for child in _children(st, node):
-        _visit(st, child, scope, path, out)
+    body = {id(child) for child in node.body} if kind is a.ClassDef else ()
+    for child in _children(st, node):  # a class's bases and decorators are evaluated outside it
+        _visit(st, child, scope, path, out, class_chains, in_class or id(child) in body)
 
 
 class _Scope:

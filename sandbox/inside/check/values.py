@@ -33,7 +33,9 @@ def _compile_test(st, path):
     name = path
     stat = st.stat(name)
     tree = st.compile(_read_all(st, name), name, "exec", st.only_ast, dont_inherit=True)
-    tree = _guard_node(st, tree, _sides_of(st, tree, name), _class_scoped(st, tree))
+    class_chains = set()
+    sides = _sides_of(st, tree, name, class_chains)
+    tree = _guard_node(st, tree, sides, class_chains)
     st.fix_locations(tree)
     code = _bind_audit(st, st.compile(tree, name, "exec", dont_inherit=True, optimize=0))
     st.produced[id(code)] = code
@@ -43,7 +45,7 @@ def _compile_test(st, path):
 def _guard_node(st, node, sides, in_class=frozenset()):
     """`node` with its comparisons, negations and assert tests routed through the guard;
     `sides`: `sides._sides_of` of the module (which operands are the test's own values);
-    `in_class`: `_class_scoped` of the module."""
+    `in_class`: the chains `sides._sides_of` found evaluated in a class body's own scope."""
     a = st.ast
     for field in type(node)._fields:
         value = getattr(node, field, None)
@@ -80,18 +82,14 @@ def _checked(st, operands, op, result, sides=()):
     (marshmallow's tests compare there)."""
     a = st.ast
     names = [f"@fixrl{i}" for i in range(len(operands))]
-    load = [a.Name(n, a.Load()) for n in names]
-    audit = a.Call(a.Attribute(a.Constant(_AUDIT_SENTINEL), "__call__", a.Load()),
-                   [a.Constant("fixrl.compare"), a.Constant(op), a.Tuple(load, a.Load()),
-                    a.Name("@fixrl_b", a.Load()), a.Constant(tuple(sides))], [])
     box = a.Name("@fixrl_b", a.Load())
+    audit = _audit(st, "fixrl.compare", a.Constant(op), a.Tuple([a.Name(n, a.Load()) for n in names], a.Load()),
+                   box, a.Constant(tuple(sides)))
     approved = a.Subscript(box, a.Constant(0), a.Load())
-    decided = a.Call(a.Subscript(box, a.Constant(1), a.Load()), [a.Constant(None)], [])
     given = a.IfExp(a.Subscript(box, a.Slice(a.Constant(1), None, None), a.Load()),
-                    decided, result(*[a.Name(n, a.Load()) for n in names]))
-    body = a.Subscript(a.Tuple([audit, a.BoolOp(a.And(), [approved, given])], a.Load()), a.Constant(1), a.Load())
-    params = a.arguments([], [a.arg(n) for n in [*names, "@fixrl_b"]], None, [], [], None, [])
-    return a.Call(a.Lambda(params, body), [*operands, a.List([], a.Load())], [])
+                    _handed_back(st, box, 1), result(*[a.Name(n, a.Load()) for n in names]))
+    body = _after(st, audit, a.BoolOp(a.And(), [approved, given]))
+    return _applied(st, [*names, "@fixrl_b"], body, [*operands, a.List([], a.Load())])
 
 
 def _chain(st, node, expected):
@@ -114,14 +112,10 @@ def _chain(st, node, expected):
         return _checked(st, [left, right], type(op).__name__, lambda x, y: a.Compare(x, [op], [y]),
                         expected[i:i + 2])
 
-    def params(*ns):
-        return a.arguments([], [a.arg(n) for n in ns], None, [], [], None, [])
-
     body = pair(len(node.ops) - 1)
     for i in range(len(node.ops) - 2, -1, -1):
-        rest = a.Call(a.Lambda(params(names[i + 2]), body), [operands[i + 2]], [])
-        body = a.BoolOp(a.And(), [pair(i), rest])
-    return a.Call(a.Lambda(params(names[0], names[1]), body), operands[:2], [])
+        body = a.BoolOp(a.And(), [pair(i), _applied(st, [names[i + 2]], body, [operands[i + 2]])])
+    return _applied(st, names[:2], body, operands[:2])
 
 
 def _binds_or_suspends(st, node):
@@ -137,36 +131,6 @@ def _binds_or_suspends(st, node):
     return False
 
 
-def _class_scoped(st, tree):
-    """ids of the nodes evaluated in a class body's own scope (comprehensions there included:
-    their first iterable is), where a lambda would not see the class's names."""
-    a = st.ast
-    out = set()
-
-    def mark(node, in_class):
-        kind = type(node)
-        if kind in (a.FunctionDef, a.AsyncFunctionDef, a.Lambda):
-            for child in [*getattr(node, "decorator_list", ()), *node.args.defaults, *node.args.kw_defaults]:
-                if child is not None:
-                    mark(child, in_class)
-            for child in (node.body if kind is not a.Lambda else [node.body]):
-                mark(child, False)
-            return
-        if kind is a.ClassDef:
-            for child in [*node.bases, *node.keywords, *node.decorator_list]:
-                mark(child, in_class)
-            for child in node.body:
-                mark(child, True)
-            return
-        if in_class:
-            out.add(id(node))
-        for child in _children(st, node):
-            mark(child, in_class)
-
-    mark(tree, False)
-    return frozenset(out)
-
-
 def _reduced(st, operand, keep=False):
     """`(lambda @v, @b: (AUDIT.__call__("fixrl.reduce", @v, @b, keep), @b[0](None))[1])(operand,
     [])`: an argument of a unittest comparing assert that may be the agent's, as plain data
@@ -174,12 +138,34 @@ def _reduced(st, operand, keep=False):
     items are reduced but whose own membership test stays, as for `in` itself."""
     a = st.ast
     box = a.Name("@fixrl_b", a.Load())
-    audit = a.Call(a.Attribute(a.Constant(_AUDIT_SENTINEL), "__call__", a.Load()),
-                   [a.Constant("fixrl.reduce"), a.Name("@fixrl_v", a.Load()), box, a.Constant(keep)], [])
-    reduced = a.Call(a.Subscript(box, a.Constant(0), a.Load()), [a.Constant(None)], [])
-    body = a.Subscript(a.Tuple([audit, reduced], a.Load()), a.Constant(1), a.Load())
-    params = a.arguments([], [a.arg("@fixrl_v"), a.arg("@fixrl_b")], None, [], [], None, [])
-    return a.Call(a.Lambda(params, body), [operand, a.List([], a.Load())], [])
+    audit = _audit(st, "fixrl.reduce", a.Name("@fixrl_v", a.Load()), box, a.Constant(keep))
+    body = _after(st, audit, _handed_back(st, box, 0))
+    return _applied(st, ["@fixrl_v", "@fixrl_b"], body, [operand, a.List([], a.Load())])
+
+
+def _audit(st, event, *args):
+    """`AUDIT.__call__(event, *args)`: the guard's audit hook called through the constant that
+    `_bind_audit` replaces by `sys.audit` itself."""
+    a = st.ast
+    return a.Call(a.Attribute(a.Constant(_AUDIT_SENTINEL), "__call__", a.Load()), [a.Constant(event), *args], [])
+
+
+def _handed_back(st, box, i):
+    """`@b[i](None)`: what the guard put into the verdict's list, called outside the audit hook."""
+    a = st.ast
+    return a.Call(a.Subscript(box, a.Constant(i), a.Load()), [a.Constant(None)], [])
+
+
+def _after(st, first, then):
+    """`(first, then)[1]`: `then`'s value, evaluated after `first`."""
+    a = st.ast
+    return a.Subscript(a.Tuple([first, then], a.Load()), a.Constant(1), a.Load())
+
+
+def _applied(st, names, body, args):
+    """`(lambda *names: body)(*args)`: `args` evaluated once each, in order, bound to `names`."""
+    a = st.ast
+    return a.Call(a.Lambda(a.arguments([], [a.arg(n) for n in names], None, [], [], None, []), body), args, [])
 
 
 def _located(st, new, like):

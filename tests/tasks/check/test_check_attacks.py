@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from suitekit import HIDDEN_TESTS, fix_task, write_repo
 
-from fixrl.sandbox import SandboxPool
 from fixrl.tasks import Task, run_check
 from fixrl.tasks.check.guard import frame_readers, spec_for
 
@@ -473,15 +472,6 @@ HONEST = payload("""
 
 
 # ---------------------------------------------------------------- running them
-
-@pytest.fixture(scope="module", params=["fresh", "forking", pytest.param("docker", marks=pytest.mark.docker)])
-def pool(request):
-    if request.param == "docker":
-        request.getfixturevalue("docker_available")
-    backend = "docker" if request.param == "docker" else "local"
-    with SandboxPool(1, backend=backend, forking=request.param == "forking") as p:
-        yield p
-
 
 def judge(pool, tmp_path: Path, source: str, hidden: str | None = None, tests: list[str] | None = None):
     """Run the hidden check on a repository whose calc.py is `source`, the guard told that

@@ -287,3 +287,74 @@ def test_cli_cache_message_no_cache_and_corrupt_cache(tmp_path, capsys):
     assert "warning: ignoring the validation cache" in captured.err and "unreadable" in captured.err
     assert json.loads(captured.out)["results"][0]["cached"] is False
     assert json.loads((root / ".fixrl-cache" / "validate.json").read_text())["format"] == 1  # rewritten
+
+
+def test_checking_code_is_everything_validation_runs():
+    """The key's code hash covers the host-side guard, every file shipped into the sandbox (the
+    runner's runtime guard), the sandbox backends, the pinned hash seed and how environments are
+    built: a change to any of them can change a verdict."""
+    from fixrl.sandbox import shipping
+    from fixrl.tasks.check import validate_cache
+
+    root = validate_cache._ROOT
+    files = {p.relative_to(root).as_posix() for p in validate_cache.checking_code_files()}
+    assert {f"sandbox/inside/{rel}" for rel in shipping.package_files()} <= files
+    assert {"tasks/check/guard.py", "tasks/check/run.py", "tasks/check/validate_cache.py", "sandbox/base.py",
+            "sandbox/environment.py", "sandbox/local.py", "sandbox/docker.py", "tasks/format/loader.py",
+            "tasks/format/reference.py", "tasks/format/materialize.py"} <= files
+    assert not any(f.startswith(("harness/", "train/", "tasks/generate/")) for f in files)  # not the verdict's
+
+
+def test_cache_key_changes_with_a_byte_of_either_guard(tmp_path, monkeypatch):
+    """A copy of fixrl's checking code: one byte changed in the host-side guard, or in the guard
+    shipped into the sandbox, is another key (a cached verdict of the old guard is not reused)."""
+    import shutil
+
+    from fixrl.sandbox import shipping
+    from fixrl.tasks.check import validate_cache
+    from fixrl.tasks.check.validate_cache import ValidationCache
+
+    code = tmp_path / "code"
+    for top in ("sandbox", "tasks"):
+        shutil.copytree(validate_cache._ROOT / top, code / top,
+                        ignore=shutil.ignore_patterns("suites", "__pycache__", "repo"))
+    monkeypatch.setattr(validate_cache, "_ROOT", code)
+    monkeypatch.setattr(shipping, "INSIDE_DIR", code / "sandbox" / "inside")
+    root = make_suite(tmp_path, [fix_task("a")])
+    task = load_suite(root).tasks[0]
+
+    def key() -> str:
+        return ValidationCache(root, backend="local", repeats=1, image=None).key(task)
+
+    before = key()
+    assert before is not None and key() == before
+    for guard in (code / "tasks" / "check" / "guard.py", code / "sandbox" / "inside" / "check" / "guard.py"):
+        original = guard.read_bytes()
+        guard.write_bytes(original + b"\n")
+        assert key() != before, guard
+        guard.write_bytes(original)
+        assert key() == before
+
+
+def test_cache_key_changes_when_the_environment_is_rebuilt(tmp_path, monkeypatch):
+    """A task with an environment is keyed by what its environment holds: not built yet, no
+    key (built first, then keyed); rebuilt with another version of a package, another key."""
+    from fixrl.sandbox.environment import env_dir
+    from fixrl.tasks.check.validate_cache import ValidationCache
+
+    monkeypatch.setenv("FIXRL_ENV_DIR", str(tmp_path / "envs"))
+    root = make_suite(tmp_path, [fix_task("a")], suite={"environment": {"packages": ["six"]}})
+    task = load_suite(root).tasks[0]
+    assert task.env_tag is not None
+    cache = ValidationCache(root, backend="local", repeats=1, image=None)
+    assert cache.key(task) is None   # not built: nothing to key by yet
+    site = env_dir(task.env_tag) / "lib" / "python3.11" / "site-packages"
+    (site / "six-1.16.0.dist-info").mkdir(parents=True)
+    (env_dir(task.env_tag) / "bin").mkdir()
+    (env_dir(task.env_tag) / "bin" / "python").write_text("")
+    cache.forget_runtimes()
+    built = cache.key(task)
+    assert built is not None and cache.key(task) == built
+    (site / "six-1.16.0.dist-info").rename(site / "six-1.17.0.dist-info")   # rebuilt: pip resolved a newer six
+    cache.forget_runtimes()
+    assert cache.key(task) != built

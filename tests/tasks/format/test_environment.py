@@ -138,3 +138,28 @@ def test_a_sandbox_of_an_environment_not_built_says_how_to_build_it(tmp_path, mo
     monkeypatch.setenv("FIXRL_ENV_DIR", str(tmp_path / "envs"))
     with pytest.raises(SandboxError, match="fixrl env build"):
         open_sandbox(tmp_path, backend="local", image="fixrl-env:0123456789abcdef")
+
+
+@pytest.mark.slow
+def test_env_build_says_each_step_and_each_package_on_stderr(tmp_path, monkeypatch, capsys):
+    """A build of a minute is never silent: each step (venv, resolve and download, offline
+    install) and pip's news of each package come on stderr as they happen; what was built on
+    stdout. Needs the package registry (one tiny package)."""
+    from fixrl.harness.cli import main
+
+    monkeypatch.setenv("FIXRL_ENV_DIR", str(tmp_path / "envs"))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "requirements-test.txt").write_text("iniconfig\n")
+    assert main(["env", "build", str(repo)]) == 0
+    out, err = capsys.readouterr()
+    steps = ["making the virtual environment", "resolving and downloading", "installing offline"]
+    starts = [err.index(f": {step}\n") for step in steps]
+    assert starts == sorted(starts), err
+    assert all(f": {step}: done (" in err for step in steps), err
+    news = err[starts[1]:]
+    assert "Collecting iniconfig" in news and "Installing collected packages:" in news, err
+    assert "Successfully installed" in news and "iniconfig-" in news.split("Successfully installed")[1], err
+    assert "ready" in out and "Collecting" not in out
+    assert main(["env", "build", str(repo)]) == 0
+    assert "cached at" in capsys.readouterr().err
