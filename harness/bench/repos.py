@@ -89,10 +89,12 @@ LIBS: tuple[Lib, ...] = (
     Lib("markupsafe", "3.0.4", "python -m pytest -q -o pythonpath=src tests",
         note="pure-Python implementation (the C speedups are not built; their tests skip)"),
     Lib("attrs", "26.1.0", "python -m pytest -q -o pythonpath=src tests", needs=("hypothesis",)),
-    Lib("cattrs", "26.2.1", "python -m pytest -q -o pythonpath=src tests",
+    Lib("cattrs", "26.2.1", "FAST=1 python -m pytest -q -o pythonpath=src tests",
         needs=("attrs", "hypothesis", "immutables", "ujson", "orjson", "msgpack", "pyyaml", "tomlkit", "cbor2",
                "pymongo", "msgspec", "tomli-w"),
-        note="its tests import every optional extra's module (its CI installs all extras: `uv sync --all-extras`)"),
+        note="its tests import every optional extra's module (its CI installs all extras: `uv sync --all-extras`); "
+             "FAST=1 picks its conftest's own `fast` hypothesis profile (10 examples a test): with the default one "
+             "the baseline ran past its 600 s limit here"),
     Lib("marshmallow", "4.4.0", "python -m pytest -q -o pythonpath=src tests", needs=("simplejson",)),
     Lib("python-dateutil", "4.0.0", "python -m pytest -q -o pythonpath=src tests",
         needs=("freezegun", "hypothesis")),
