@@ -266,8 +266,9 @@ def _stage(spec: EnvSpec, stage: Path, wheels: Path, progress: Callable[[str], N
     own: list[str] = []
     if spec.install:
         selfdir = wheels / "self"
-        _run(wheel + ["--no-deps", "-w", str(selfdir), str(spec.repo)], "building the repository's wheel",
-             progress)
+        # absolute: pip reads a bare relative folder name (`jinja2-3.1.6`) as a project to download
+        _run(wheel + ["--no-deps", "-w", str(selfdir), str(Path(spec.repo or ".").resolve())],
+             "building the repository's wheel", progress)
         built = sorted(selfdir.glob("*.whl"))
         if len(built) != 1:
             raise EnvBuildError(f"building {spec.repo} gave {len(built)} wheels, not one")
