@@ -286,3 +286,27 @@ def test_a_lock_outside_the_declared_range_or_unreadable_pins_nothing(tmp_path):
     assert detect_environment(tmp_path) == {"install": True, "packages": ["pytest==9.0.2"]}
     (tmp_path / "uv.lock").write_text("[[package]\n")
     assert detect_environment(tmp_path) == {"install": True}
+
+
+@pytest.mark.slow
+def test_a_failing_build_shows_pips_errors_first_and_the_entry_that_brought_them(tmp_path, monkeypatch):
+    """A real pip run that fails (a project the package registry does not have, in the second
+    requirement file): the error's first lines are pip's `ERROR:` lines, then the spec's entry
+    that brought the requirement and how to fix it. Before, the last 12 lines of pip's output
+    (index notices, warnings) were all, and nothing said which entry of the spec was at fault."""
+    from fixrl.sandbox.environment import EnvBuildError, EnvSpec, build_local
+
+    monkeypatch.setenv("FIXRL_ENV_DIR", str(tmp_path / "envs"))
+    repo = _files(tmp_path / "repo", {"requirements/tests.txt": "iniconfig\n",
+                                      "requirements/docs.txt": "fixrl-no-such-project-4b1d==1.0\n"})
+    spec = EnvSpec(repo=str(repo), requirements=("requirements/tests.txt", "requirements/docs.txt"),
+                   packages=("iniconfig",))
+    with pytest.raises(EnvBuildError) as err:
+        build_local(spec)
+    lines = str(err.value).splitlines()
+    assert lines[0] == "resolving and downloading failed (exit 1):", lines
+    assert lines[1].startswith("ERROR:") and "fixrl-no-such-project-4b1d" in lines[1], lines
+    blamed = lines[lines.index("brought in by:") + 1:]
+    assert blamed[0] == "  environment.requirements[1]: requirements/docs.txt", lines
+    assert "environment.requirements[0]" not in str(err.value) and "environment.packages" not in str(err.value)
+    assert "suite.yaml" in blamed[1] and "fixrl env detect" in blamed[1], lines
