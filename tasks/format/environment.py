@@ -1,12 +1,16 @@
 """Detecting a repository's environment (the task format's `environment:`) from its packaging
-files: `pyproject.toml` (dependencies, test extras, PEP 735 dependency groups), `setup.cfg`,
-`setup.py` (literal `install_requires` / `extras_require` only), requirement files and
-`tox.ini`'s test dependencies. `tasks generate`, `tasks new` and `tasks import-swebench` write
-what it finds into the suite.
+files: `pyproject.toml` (dependencies, test extras, PEP 735 dependency groups with
+`include-group`), `setup.cfg`, `setup.py` (literal `install_requires` / `extras_require` only),
+requirement files (one per pip-compile family: `_requirement_files`) and `tox.ini`'s test
+dependencies; with a `uv.lock`, what it names is pinned to the locked versions. `tasks
+generate`, `tasks new` and `tasks import-swebench` write what it finds into the suite.
 
 What it does NOT guarantee: that the list is complete (dependencies computed at build time by
 code in `setup.py`, tox substitutions and conditional requirements are not read) or minimal
-(a test extra may pull in more than the tests use). A suite's `environment` is the user's to
+(a test extra may pull in more than the tests use); that a family's file is the one CI used
+(per-Python files are matched to fixrl's Python by name only); that transitive dependencies are
+pinned (only what the packaging files name, and pytest, take the lock's versions; pip resolves
+the rest when the environment is built). A suite's `environment` is the user's to
 edit; detection only writes one where none is set.
 """
 from __future__ import annotations
