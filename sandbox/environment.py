@@ -40,12 +40,14 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
+import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -110,6 +112,30 @@ class EnvSpec:
             args.append(f"pytest=={_pytest_version()}")
         return args
 
+    def blame(self, errors: str) -> list[str]:
+        """The entries of the spec that pip's `errors` (its `ERROR:` lines) are about, each as
+        `environment.FIELD[i]: VALUE`: a requirement file pip names (`(from -r PATH (line N))`,
+        `Cannot install -r PATH`) or one that lists a project the errors name; a package the
+        errors name; the repository itself (`install`, `extras`) when its name is in them."""
+        named = {_project_name(w) for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9._-]*", errors)}
+        found: list[str] = []
+        for i, req in enumerate(self.requirements):
+            path = Path(self.repo or ".") / req
+            listed = {_project_name(line) for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
+                      if line.strip() and not line.lstrip().startswith(("#", "-"))} if path.is_file() else set()
+            if str(path) in errors or listed & named:
+                found.append(f"environment.requirements[{i}]: {req}")
+        for i, package in enumerate(self.packages):
+            if _project_name(package) in named:
+                found.append(f"environment.packages[{i}]: {package}")
+        if f"pytest=={_pytest_version()}" in errors and "pytest" not in {_project_name(p) for p in self.packages}:
+            found.append(f"pytest=={_pytest_version()} (fixrl's own, added because the spec names no pytest)")
+        own = _own_name(Path(self.repo)) if self.repo else None
+        if self.install and own and own in named:
+            found.append("environment.install: true (the repository's own dependencies"
+                         + (f", extras {list(self.extras)})" if self.extras else ")"))
+        return found
+
     def tag(self) -> str:
         """`fixrl-env:<hash>`: the spec (not the repository's path), the files it reads and the
         Python version. The same for both backends (each keeps its own build under it)."""
@@ -147,6 +173,19 @@ def _project_name(requirement: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
 
+def _own_name(repo: Path) -> str | None:
+    """The repository's project name (pyproject's `[project] name`, else PKG-INFO's `Name:`,
+    else the folder's name without a `-VERSION` tail), normalized."""
+    try:
+        name = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8")).get("project", {}).get("name")
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError):
+        name = None
+    if not isinstance(name, str) and (repo / "PKG-INFO").is_file():
+        m = re.search(r"^Name:\s*(\S+)", (repo / "PKG-INFO").read_text(encoding="utf-8", errors="replace"), re.M)
+        name = m.group(1) if m else None
+    return _project_name(name if isinstance(name, str) else repo.name.rsplit("-", 1)[0]) or None
+
+
 def is_env_tag(image: str | None) -> bool:
     return bool(image) and str(image).startswith(TAG_PREFIX)
 
@@ -177,25 +216,46 @@ _PIP_NEWS = ("Collecting ", "Downloading ", "Using cached ", "Building wheel for
 in pip's cache), built into a wheel, installed; pip's other lines only show when a step fails."""
 
 
-def _run(cmd: list[str], what: str, progress: Callable[[str], None]) -> None:
+def _run(cmd: list[str], what: str, progress: Callable[[str], None],
+         blame: Callable[[str], list[str]] = lambda errors: []) -> None:
     """Run one build step, passing pip's news on to `progress` as it comes (a build of a minute
-    is never silent); EnvBuildError with the output's last lines when it fails."""
+    is never silent); EnvBuildError when it fails: pip's `ERROR:` lines first (what failed; the
+    last lines of a long output need not hold them), then the spec's entries `blame` finds in
+    them, how to fix it, and the output's last lines."""
     progress(what)
     start = time.monotonic()
     tail: collections.deque[str] = collections.deque(maxlen=12)
+    errors: list[str] = []
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
             line = line.strip()
             if line:
                 tail.append(line)
+            if line.startswith("ERROR:") and len(errors) < 20:
+                errors.append(line)
             if line.startswith(_PIP_NEWS):
                 progress(f"  {line}")
     if proc.returncode != 0:
-        lines = "\n".join(tail)
-        raise EnvBuildError(f"{what} failed (exit {proc.returncode}):\n{lines}\n(check the package names and "
-                            "versions in the environment spec, and that the package registry is reachable)")
+        raise EnvBuildError(_failure(what, proc.returncode, errors, list(tail), blame("\n".join(errors))))
     progress(f"{what}: done ({time.monotonic() - start:.1f} s)")
+
+
+def _failure(what: str, code: int, errors: list[str], tail: list[str], blamed: list[str]) -> str:
+    """The message of a failed build step (`_run`)."""
+    lines = [f"{what} failed (exit {code}):", *errors]
+    if blamed:
+        lines += ["brought in by:", *(f"  {b}" for b in blamed)]
+        lines.append("to fix it: change or drop that entry in suite.yaml's `environment:` (or the task's), or pin "
+                     "a version that installs; `fixrl env detect REPO` prints what the packaging files call for")
+    else:
+        lines.append("to fix it: check the package names and versions in suite.yaml's `environment:` "
+                     "(`fixrl env detect REPO` prints what the packaging files call for) and that the package "
+                     "registry is reachable")
+    rest = [t for t in tail if t not in errors]
+    if rest:
+        lines += ["pip's last lines:", *rest]
+    return "\n".join(lines)
 
 
 def _stage(spec: EnvSpec, stage: Path, wheels: Path, progress: Callable[[str], None]) -> None:
@@ -206,15 +266,16 @@ def _stage(spec: EnvSpec, stage: Path, wheels: Path, progress: Callable[[str], N
     own: list[str] = []
     if spec.install:
         selfdir = wheels / "self"
-        _run(wheel + ["--no-deps", "-w", str(selfdir), str(spec.repo)], "building the repository's wheel",
-             progress)
+        # absolute: pip reads a bare relative folder name (`jinja2-3.1.6`) as a project to download
+        _run(wheel + ["--no-deps", "-w", str(selfdir), str(Path(spec.repo or ".").resolve())],
+             "building the repository's wheel", progress)
         built = sorted(selfdir.glob("*.whl"))
         if len(built) != 1:
             raise EnvBuildError(f"building {spec.repo} gave {len(built)} wheels, not one")
         own = [f"{built[0]}[{','.join(spec.extras)}]" if spec.extras else str(built[0])]
-    _run(wheel + ["-w", str(wheels)] + own + spec.pip_args(), "resolving and downloading", progress)
+    _run(wheel + ["-w", str(wheels)] + own + spec.pip_args(), "resolving and downloading", progress, spec.blame)
     _run(install + ["--no-index", "--find-links", str(wheels), "--no-compile", "--target", str(stage)]
-         + own + spec.pip_args(), "installing offline", progress)
+         + own + spec.pip_args(), "installing offline", progress, spec.blame)
     if spec.install:
         _strip_own_code(spec, stage, Path(own[0].split("[")[0]))
 

@@ -119,6 +119,20 @@ def _baseline_runs(runner: Runner, work: Path, test_cmd: str, cfg: GenerateConfi
     return [f.result() for f in futures]  # a SandboxError here is the run's: nothing to judge yet
 
 
+def _timed_out(test_cmd: str, result: JobResult | None) -> str:
+    """The message of a baseline stopped by its time limit: the test it was running when it was
+    stopped (a live server that never answers, a read that waits on the network the sandbox
+    does not have) and how to leave it out."""
+    msg = f"repository without passing tests: `{test_cmd}` did not finish in {BASELINE_TIMEOUT:.0f} s"
+    running = result.running if result is not None else None
+    if running is None:
+        return msg + " (no test was noted as running: collection or a session-wide fixture may hang)"
+    return (f"{msg}; the test it was running when it was stopped: {running} (a test that waits on a "
+            f"server, a subprocess or the network, which the sandbox does not have, hangs): leave it out of "
+            f"--test-cmd (`--deselect {running}`, or `-m 'not MARK'`), or bound each test with "
+            f"pytest-timeout (`--timeout=60`)")
+
+
 def _check_baseline(runs: list[TestRun | None], test_cmd: str, results: list[JobResult] | None = None) -> set[str]:
     if any(r is None for r in runs):
         tail = next((r.output.strip()[-800:] for r in results or [] if r.report is None and r.output.strip()), "")
@@ -128,7 +142,7 @@ def _check_baseline(runs: list[TestRun | None], test_cmd: str, results: list[Job
     assert all(r is not None for r in runs)
     first = runs[0]
     if first.timed_out:  # type: ignore[union-attr]
-        raise GenerateError(f"repository without passing tests: `{test_cmd}` did not finish in 600 s")
+        raise GenerateError(_timed_out(test_cmd, results[0] if results else None))
     if first.collect_errors:  # type: ignore[union-attr]
         raise GenerateError(f"repository without passing tests: collection errors in "
                             f"{', '.join(first.collect_errors[:5])}")  # type: ignore[union-attr]

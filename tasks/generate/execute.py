@@ -42,6 +42,8 @@ GEN_DIR = ".fixrl_gen"
 PLUGIN = "_fixrl_gen_plugin"
 """The outcomes plugin's module name (`plugin_source()` is its file, beside the repository copy)."""
 REPORT = f"{GEN_DIR}/report.json"
+RUNNING = f"{REPORT}.running"
+"""The outcomes plugin's note of the test now running (read when a run is stopped by its time limit)."""
 COVER_REPORT = f"{GEN_DIR}/cover.json"
 SELECT_FILE = f"{GEN_DIR}/select.json"
 GEN_PRELUDE = (f"from {shipping.PACKAGE}.generate.session import before_fork as _before_fork, "
@@ -94,6 +96,8 @@ class JobResult:
     forked: bool
     output: str = ""
     """The run's last lines (for messages about runs that wrote no report)."""
+    running: str | None = None
+    """Of a run stopped by its time limit: the test it was running (what hung), when known."""
 
 
 class Runner(Protocol):
@@ -193,8 +197,9 @@ def _run(sb: Any, job: TestJob) -> JobResult:
         forked = False
     report = _read_json(sb, REPORT)
     cover = _read_json(sb, COVER_REPORT) if job.cover else None
+    running = _read_text(sb, RUNNING) if res.timed_out and report is None else None
     return JobResult(report, cover, res.exit_code, res.seconds, res.timed_out, forked,
-                     output=res.output[-2000:] if report is None else "")
+                     output=res.output[-2000:] if report is None else "", running=running)
 
 
 def _variables(job: TestJob, root: str) -> dict[str, str]:
@@ -205,6 +210,16 @@ def _variables(job: TestJob, root: str) -> dict[str, str]:
     if job.cover:
         env["FIXRL_GEN_COVER"] = f"{root}/{COVER_REPORT}"
     return env
+
+
+def _read_text(sb: Any, path: str) -> str | None:
+    """A small file the plugins wrote, stripped; None when missing, unreadable or empty."""
+    try:
+        text = sb.read_file(path)
+    except (FileNotFoundError, IsADirectoryError, PermissionError, UnicodeDecodeError, OSError):
+        return None
+    text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+    return text.strip() or None
 
 
 def _read_json(sb: Any, path: str) -> dict | None:

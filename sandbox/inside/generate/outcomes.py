@@ -37,6 +37,25 @@ def _failure(report):
     return info
 
 
+def _note_running(nodeid):
+    try:
+        with open(os.environ["FIXRL_GEN_REPORT"] + ".running", "w") as f:
+            f.write(nodeid)
+    except OSError:
+        pass
+
+
+def pytest_sessionstart(session):
+    _note_running("")  # a reused workspace's note of an earlier run names nothing of this one
+
+
+def pytest_runtest_logstart(nodeid, location):
+    # The test now running, for a run stopped by its time limit (no report at the end): the
+    # generator then names the test that hung. One small write per test; not guaranteed to be
+    # the culprit when the hang is in a session-wide fixture's teardown.
+    _note_running(nodeid)
+
+
 def pytest_runtest_logreport(report):
     t = _tests.setdefault(report.nodeid, {"outcome": None})
     if report.failed:

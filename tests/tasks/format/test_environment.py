@@ -163,3 +163,150 @@ def test_env_build_says_each_step_and_each_package_on_stderr(tmp_path, monkeypat
     assert "ready" in out and "Collecting" not in out
     assert main(["env", "build", str(repo)]) == 0
     assert "cached at" in capsys.readouterr().err
+
+
+def _files(root, files: dict[str, str]):
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_one_requirement_file_per_pip_compile_family_and_never_docs_or_typing(tmp_path):
+    """jinja2 3.1.6's `requirements/`: pip-compile families (`x.in` and the `x.txt` compiled
+    from it), `tests37.txt` compiled for Python 3.7 beside `tests.txt`, and `dev`, `docs`,
+    `typing`, `build` families with their own pins. Installing both test files (as before) asks
+    pip for two pins of each package; docs and typing pins conflict with the tests' too."""
+    names = ["build", "dev", "docs", "tests", "typing"]
+    _files(tmp_path, {f"requirements/{n}.{ext}": "pytest\n" for n in names for ext in ("in", "txt")})
+    _files(tmp_path, {"requirements/tests37.txt": "pytest==7.4.4\n",
+                      "tox.ini": "[testenv]\ndeps = -r requirements/tests.txt\n[testenv:py37]\n"
+                                 "deps = -r requirements/tests37.txt\n[testenv:docs]\ndeps = -r requirements/docs.txt\n",
+                      "pyproject.toml": '[project]\nname = "jinja2"\ndependencies = ["MarkupSafe>=2.0"]\n'})
+    assert detect_environment(tmp_path) == {"install": True, "requirements": ["requirements/tests.txt"]}
+
+
+def test_of_per_python_files_the_exact_python_then_the_in_file_then_the_nearest_older(tmp_path):
+    from fixrl.sandbox.environment import host_python
+
+    minor = int(host_python().split(".")[1])
+    reqs = tmp_path / "requirements"
+    _files(tmp_path, {f"requirements/tests-py3{m}.txt": f"pytest  # {m}\n" for m in (minor - 2, minor - 1, minor + 1)})
+    _files(tmp_path, {"requirements/tests.in": "pytest\n", f"requirements/docs-py3{minor}.txt": "sphinx\n"})
+    assert detect_environment(tmp_path) == {"requirements": ["requirements/tests.in"]}
+    (reqs / "tests.in").unlink()
+    assert detect_environment(tmp_path) == {"requirements": [f"requirements/tests-py3{minor - 1}.txt"]}
+    (reqs / f"tests-py3{minor}.txt").write_text("pytest\n")
+    assert detect_environment(tmp_path) == {"requirements": [f"requirements/tests-py3{minor}.txt"]}
+    # no test family at all: the dev family and the main requirements.txt, never docs
+    for f in reqs.glob("tests*"):
+        f.unlink()
+    _files(tmp_path, {"requirements.txt": "six\n", "requirements-dev.txt": "freezegun\n",
+                      "requirements-docs.txt": "sphinx\n", "requirements/dev.in": "-r docs.in\nfreezegun\n"})
+    assert detect_environment(tmp_path) == {"requirements": ["requirements.txt", "requirements-dev.txt",
+                                                             "requirements/dev.in"]}
+
+
+FLASK_PYPROJECT = '''[project]
+name = "flask"
+dependencies = ["blinker>=1.9.0", "importlib-metadata>=3.6.0; python_version < '3.10'", "werkzeug>=3.1.0"]
+[project.optional-dependencies]
+async = ["asgiref>=3.2"]
+[dependency-groups]
+dev = ["ruff", {include-group = "Tests"}]
+docs = ["sphinx<9"]
+tests = ["asgiref", "pytest", {include-group = "pre_commit"}, {include-group = "tests"}]
+pre-commit = ["pre-commit", {include-group = "tests"}]
+'''
+
+FLASK_LOCK = '''version = 1
+requires-python = ">=3.9"
+
+[[package]]
+name = "asgiref"
+version = "3.11.0"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "flask"
+version = "3.1.3"
+source = { editable = "." }
+
+[[package]]
+name = "pytest"
+version = "8.4.2"
+source = { registry = "https://pypi.org/simple" }
+resolution-markers = ["python_full_version < '3.10'"]
+
+[[package]]
+name = "pytest"
+version = "9.0.2"
+source = { registry = "https://pypi.org/simple" }
+resolution-markers = ["python_full_version >= '3.10'"]
+
+[[package]]
+name = "pre-commit"
+version = "4.0.0"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "werkzeug"
+version = "3.1.5"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "blinker"
+version = "1.9.0"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "importlib-metadata"
+version = "8.0.0"
+source = { registry = "https://pypi.org/simple" }
+'''
+
+
+def test_dependency_groups_follow_include_group_and_uv_lock_pins_what_is_named(tmp_path):
+    """flask 3.1.3: its test dependencies are PEP 735 `[dependency-groups] tests` (with
+    `{include-group = ...}` tables, which were dropped), and its `uv.lock` holds the versions it
+    is tested with (werkzeug 3.1.5, pytest 9.0.x): unpinned, pip took the newest werkzeug and
+    fixrl's pytest, and flask's own tests failed."""
+    _files(tmp_path, {"pyproject.toml": FLASK_PYPROJECT})
+    assert detect_environment(tmp_path) == {"install": True, "packages": ["asgiref", "pre-commit"]}
+    _files(tmp_path, {"uv.lock": FLASK_LOCK})
+    # the project's dependencies and pytest are pinned too; a marker false here pins nothing
+    assert detect_environment(tmp_path) == {
+        "install": True, "packages": ["asgiref==3.11.0", "pre-commit==4.0.0", "blinker==1.9.0", "werkzeug==3.1.5",
+                                      "pytest==9.0.2"]}
+
+
+def test_a_lock_outside_the_declared_range_or_unreadable_pins_nothing(tmp_path):
+    _files(tmp_path, {"pyproject.toml": '[project]\nname = "a"\ndependencies = ["werkzeug>=4"]\n',
+                      "uv.lock": FLASK_LOCK})
+    assert detect_environment(tmp_path) == {"install": True, "packages": ["pytest==9.0.2"]}
+    (tmp_path / "uv.lock").write_text("[[package]\n")
+    assert detect_environment(tmp_path) == {"install": True}
+
+
+@pytest.mark.slow
+def test_a_failing_build_shows_pips_errors_first_and_the_entry_that_brought_them(tmp_path, monkeypatch):
+    """A real pip run that fails (a project the package registry does not have, in the second
+    requirement file): the error's first lines are pip's `ERROR:` lines, then the spec's entry
+    that brought the requirement and how to fix it. Before, the last 12 lines of pip's output
+    (index notices, warnings) were all, and nothing said which entry of the spec was at fault."""
+    from fixrl.sandbox.environment import EnvBuildError, EnvSpec, build_local
+
+    monkeypatch.setenv("FIXRL_ENV_DIR", str(tmp_path / "envs"))
+    repo = _files(tmp_path / "repo", {"requirements/tests.txt": "iniconfig\n",
+                                      "requirements/docs.txt": "fixrl-no-such-project-4b1d==1.0\n"})
+    spec = EnvSpec(repo=str(repo), requirements=("requirements/tests.txt", "requirements/docs.txt"),
+                   packages=("iniconfig",))
+    with pytest.raises(EnvBuildError) as err:
+        build_local(spec)
+    lines = str(err.value).splitlines()
+    assert lines[0] == "resolving and downloading failed (exit 1):", lines
+    assert lines[1].startswith("ERROR:") and "fixrl-no-such-project-4b1d" in lines[1], lines
+    blamed = lines[lines.index("brought in by:") + 1:]
+    assert blamed[0] == "  environment.requirements[1]: requirements/docs.txt", lines
+    assert "environment.requirements[0]" not in str(err.value) and "environment.packages" not in str(err.value)
+    assert "suite.yaml" in blamed[1] and "fixrl env detect" in blamed[1], lines
