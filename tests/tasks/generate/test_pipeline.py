@@ -204,8 +204,9 @@ def test_regenerating_keeps_hand_written_tasks(generated, tmp_path):
 
 def test_failing_repository_is_refused(tmp_path):
     repo = make_repo(tmp_path, TESTS + "\n\ndef test_broken():\n    assert add_all([1]) == 2\n")
-    with pytest.raises(GenerateError, match="repository without passing tests.*test_broken"):
-        generate(repo, "python -m pytest -q", tmp_path / "out", max_tasks=2, workers=1, progress=False)
+    with pytest.raises(GenerateError, match="repository without passing tests.*test_broken.*--max-baseline-failures"):
+        generate(repo, "python -m pytest -q", tmp_path / "out", max_tasks=2, workers=1, progress=False,
+                 max_baseline_failures=0.0)
 
 
 def test_repository_without_tests_is_refused(tmp_path):
@@ -394,7 +395,7 @@ def test_a_failed_generation_leaves_nothing_behind(tmp_path):
     repo = make_repo(tmp_path, TESTS + "\n\ndef test_broken():\n    assert add_all([1]) == 2\n")
     out = tmp_path / "new-suite"
     with pytest.raises(GenerateError, match="test_broken"):
-        generate(repo, "python -m pytest -q", out, max_tasks=2, workers=1, progress=False)
+        generate(repo, "python -m pytest -q", out, max_tasks=2, workers=1, progress=False, max_baseline_failures=0.0)
     assert not out.exists()
     with pytest.raises(GenerateError, match="matches none"):
         generate(repo, "python -m pytest -q", out, workers=1, progress=False, files=["nope.py"])
