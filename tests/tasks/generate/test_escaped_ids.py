@@ -12,7 +12,12 @@ from fixrl.tasks import load_suite
 TEXT_TESTS = '''\
 import pytest
 
-from calc.ops import shout
+from calc.ops import double, shout
+
+
+@pytest.mark.parametrize("x", range(8))
+def test_double(x):
+    assert double(x) == x + x
 
 
 @pytest.mark.parametrize("s, want", [("\\xe9t\\xe9", "\\xc9T\\xc9"), ("a\\nb", "A\\nB"), ("a\\\\nb", "A\\\\NB"),
@@ -27,11 +32,16 @@ def test_shout_keeps_length(s):
 '''
 
 OPS = '''\
-def shout(s):
+def shout(s, limit=100):
     out = []
     for ch in s:
-        out.append(ch.upper())
+        if len(out) < limit:
+            out.append(ch.upper())
     return "".join(out)
+
+
+def double(x):
+    return x * 2
 '''
 
 
@@ -41,8 +51,9 @@ def test_escaped_and_non_ascii_ids_round_trip_to_the_check(tmp_path):
     repo = make_repo(tmp_path, TEXT_TESTS)
     (repo / "calc" / "ops.py").write_text(OPS)
     out = tmp_path / "suite"
-    report = generate(repo, "python -m pytest -q", out, max_tasks=3, seed=0, workers=2, progress=False)
-    assert report.tests == 6 and not report.excluded_tests["count"]
+    report = generate(repo, "python -m pytest -q", out, max_tasks=3, seed=0, workers=2, progress=False,
+                      functions=["shout"])
+    assert report.tests == 14 and not report.excluded_tests["count"]
     assert report.valid >= 1, report.invalid_reasons
     assert not report.invalid_reasons, report.invalid_reasons
     ids = set()
@@ -50,4 +61,8 @@ def test_escaped_and_non_ascii_ids_round_trip_to_the_check(tmp_path):
         ids |= set(task.check.tests)
         raw = yaml.safe_load((out / "tasks" / "generated" / f"{task.id}.yaml").read_text(encoding="utf-8"))
         assert raw["check"]["tests"] == task.check.tests
-    assert any("\\xe9" in i or "\\n" in i or "\\u2603" in i for i in ids), ids
+    assert {i for i in ids if "test_shout" in i} == {
+        "tests/test_ops.py::test_shout[\\xe9t\\xe9-\\xc9T\\xc9]", "tests/test_ops.py::test_shout[a\\\\nb-A\\\\NB]",
+        "tests/test_ops.py::test_shout[a\\nb-A\\nB]", "tests/test_ops.py::test_shout[tab\\there-TAB\\tHERE]",
+        "tests/test_ops.py::test_shout_keeps_length[caf\\xe9 \\u2603]",
+        "tests/test_ops.py::test_shout_keeps_length[q'uote\"d $x]"}, ids
