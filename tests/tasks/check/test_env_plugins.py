@@ -57,3 +57,17 @@ def test_the_check_loads_the_environments_plugin_and_not_the_workspaces(env_tag,
     with SandboxPool(1, backend="local", image=env_tag, forking=forking) as pool, pool.acquire(ws) as sb:
         r = run_check(task, sb)
     assert r.outcome == "pass", (r.reason, r.output[-3000:])
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_the_same_on_docker(tmp_path, docker_available):
+    """The one-shot launcher ships the plugin reader; the image's dist-packages hold the record."""
+    image = build_environment(EnvSpec(packages=(str(probe_plugin_wheel()),)), "docker")
+    ws = write_repo(tmp_path / "ws")
+    drop_workspace_plugin(ws)
+    check = {"timeout": 60, "files": {"tests/test_hidden.py": HIDDEN}, "tests": HIDDEN_TESTS}
+    task = Task.model_validate(fix_task("t", repo=str(ws), check=check))
+    with SandboxPool(1, backend="docker", image=image) as pool, pool.acquire(ws) as sb:
+        r = run_check(task, sb)
+    assert r.outcome == "pass", (r.reason, r.output[-3000:])

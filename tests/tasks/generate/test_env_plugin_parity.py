@@ -6,6 +6,7 @@ repository's tests use a fixture of the environment's plugin, and the repository
 `pytest11` entry point of its own that no run may load. Real environment, real sandboxes."""
 from __future__ import annotations
 
+import pytest
 import yaml
 from suitekit import drop_workspace_plugin, probe_plugin_wheel
 from test_pipeline import TESTS, make_repo
@@ -25,14 +26,15 @@ def test_clamp_without_the_repositorys_own_plugin(request):
 '''
 
 
-def test_the_generator_and_the_check_load_the_same_plugins(tmp_path):
+@pytest.mark.parametrize("fork", [True, False], ids=["forked-runs", "fresh-interpreters"])
+def test_the_generator_and_the_check_load_the_same_plugins(tmp_path, fork):
     repo = make_repo(tmp_path, TESTS + USES_PLUGINS)
     drop_workspace_plugin(repo)
     out = tmp_path / "suite"
     out.mkdir()
     (out / "suite.yaml").write_text(yaml.safe_dump({"environment": {"packages": [str(probe_plugin_wheel())]}}))
     report = generate(repo, "python -m pytest -q", out, max_tasks=3, seed=2, workers=2, progress=False,
-                      functions=["add_all", "clamp"], max_baseline_failures=0.0)
+                      functions=["add_all", "clamp"], max_baseline_failures=0.0, fork=fork)
     assert report.excluded_tests["count"] == 0
     assert report.tests == 12
     assert report.valid == 3, report.invalid_reasons
