@@ -510,7 +510,8 @@ def test_the_check_keeps_the_test_commands_pytest_options():
 
 def test_the_test_tool_gets_the_time_a_whole_suite_run_gets(tmp_path):
     """more-itertools' test_more.py takes ~40 s idle, over 60 s on a busy machine: the agent's
-    `test` tool (the whole suite) gets the generator's own whole-suite timeout."""
+    `test` tool (the whole suite, guarded, as the validation runs it) gets the check's factor
+    over the baseline (wcwidth: 17 s at the baseline, over 60 s through the check's runner)."""
     from collections import Counter
 
     from fixrl.tasks.generate.config import GenerateConfig
@@ -518,7 +519,7 @@ def test_the_test_tool_gets_the_time_a_whole_suite_run_gets(tmp_path):
 
     limits = lambda s: suite_config(tmp_path, tmp_path, Counter(), "pytest", GenerateConfig(), s)[  # noqa: E731
         "defaults"]["limits"]["tool_timeout"]
-    assert (limits(3.0), limits(40.0), limits(1000.0)) == (60.0, 125.0, 600.0)
+    assert (limits(3.0), limits(17.0), limits(40.0), limits(1000.0)) == (60.0, 175.0, 405.0, 600.0)
 
 
 def test_the_log_says_why_candidate_testing_stopped(generated):
