@@ -36,6 +36,7 @@ test command's own import settings apply).
 from __future__ import annotations
 
 import collections
+import configparser
 import hashlib
 import io
 import json
@@ -53,12 +54,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fixrl.sandbox.base import WORKDIR, SandboxError
+from fixrl.sandbox.inside.env_plugins import PLUGINS_FILE
 
 TAG_PREFIX = "fixrl-env:"
 """Runtime names of environments start with this; the rest is the spec's hash."""
 PACKAGING_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "PKG-INFO")
 """The repository files that decide what installing it gives (hashed with `install`)."""
 WORKSPACE_PTH = "fixrl-workspace.pth"
+LAYOUT = 2
+"""What an environment holds besides its packages, in the tag: 2 records its pytest plugins
+(PLUGINS_FILE); an environment built before gets a new tag and is built again."""
 
 
 class EnvBuildError(RuntimeError):
@@ -143,6 +148,7 @@ class EnvSpec:
         fields = {k: v for k, v in asdict(self).items() if k != "repo"}
         fields["python"] = host_python()
         fields["pytest"] = _pytest_version()
+        fields["layout"] = LAYOUT
         h.update(json.dumps(fields, sort_keys=True).encode())
         repo = Path(self.repo) if self.repo else None
         read = list(self.requirements) + (list(PACKAGING_FILES) if self.install else [])
@@ -276,13 +282,43 @@ def _stage(spec: EnvSpec, stage: Path, wheels: Path, progress: Callable[[str], N
     _run(wheel + ["-w", str(wheels)] + own + spec.pip_args(), "resolving and downloading", progress, spec.blame)
     _run(install + ["--no-index", "--find-links", str(wheels), "--no-compile", "--target", str(stage)]
          + own + spec.pip_args(), "installing offline", progress, spec.blame)
+    own_dist = None
     if spec.install:
-        _strip_own_code(spec, stage, Path(own[0].split("[")[0]))
+        own_dist = _strip_own_code(spec, stage, Path(own[0].split("[")[0]))
+    record_plugins(stage, own_dist)
 
 
-def _strip_own_code(spec: EnvSpec, stage: Path, wheel: Path) -> None:
+def record_plugins(site: Path, own_dist: str | None = None) -> list[dict[str, str]]:
+    """Write the `pytest11` entry points of the distributions installed in `site` (the
+    environment's site-packages) into its PLUGINS_FILE, which every run of the repository's
+    tests loads explicitly, autoloading off (`sandbox/inside/env_plugins.py`); read here, on the
+    host, when the environment is built, never from a sandbox's sys.path. The repository's own
+    distribution (`own_dist`) is left out: its code is the workspace's. Returns the entries."""
+    entries: list[dict[str, str]] = []
+    for info in sorted(site.glob("*.dist-info")):
+        dist = info.name.split("-")[0]
+        if own_dist is not None and dist.lower().replace("-", "_") == own_dist.lower().replace("-", "_"):
+            continue
+        eps = info / "entry_points.txt"
+        if not eps.is_file():
+            continue
+        parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+        parser.optionxform = str  # type: ignore[assignment,method-assign]  # entry point names keep their case
+        try:
+            parser.read_string(eps.read_text(encoding="utf-8", errors="replace"))
+        except configparser.Error as e:
+            raise EnvBuildError(f"{eps}: unreadable entry points ({e})") from None
+        if parser.has_section("pytest11"):
+            entries += [{"name": k, "value": v.strip(), "dist": dist} for k, v in parser.items("pytest11")]
+    entries.sort(key=lambda e: (e["name"], e["dist"]))
+    (site / PLUGINS_FILE).write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
+    return entries
+
+
+def _strip_own_code(spec: EnvSpec, stage: Path, wheel: Path) -> str:
     """Remove the repository's own modules from `stage` (keeping its metadata) and point a
-    `.pth` file at the workspace's import root, so the workspace's code is what runs."""
+    `.pth` file at the workspace's import root, so the workspace's code is what runs; the
+    repository's distribution name."""
     dist = wheel.name.split("-")[0]
     infos = [d for d in stage.glob("*.dist-info") if d.name.split("-")[0].lower() == dist.lower()]
     if not infos:
@@ -304,6 +340,7 @@ def _strip_own_code(spec: EnvSpec, stage: Path, wheel: Path) -> None:
     repo = Path(spec.repo or ".")
     under_src = any((repo / "src" / t).exists() for t in tops) and not any((repo / t).exists() for t in tops)
     (stage / WORKSPACE_PTH).write_text(f"{WORKDIR}/src\n" if under_src else f"{WORKDIR}\n")
+    return dist
 
 
 def build_local(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None, force: bool = False) -> Path:

@@ -71,7 +71,7 @@ MAX_ANSWER_CHARS = 100_000
 PRELUDE = f"from {shipping.PACKAGE}.check.supervisor import before_fork as _before_fork, supervise\n"
 """What a forking check sandbox's interpreter runs once (`supervise` is called in a fork per
 check; `_before_fork` is the pytest warm-up)."""
-RUNNER_FILES = {rel: shipping.source(rel) for rel in [*shipping.package_files("check"), "warmup.py"]}
+RUNNER_FILES = {rel: shipping.source(rel) for rel in [*shipping.package_files("check"), "warmup.py", "env_plugins.py"]}
 """The runner's files (paths in the inside package -> text): what a one-shot check ships."""
 _LAUNCHER = "check/launch.py"
 _FRAME_RE = re.compile("\x00" + re.escape(FRAME_TAG) + r" ([0-9a-f]{64}) (\d+)\x00\n?")

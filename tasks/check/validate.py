@@ -33,7 +33,7 @@ from fixrl.sandbox.base import SandboxConfigError, SandboxError
 from fixrl.sandbox.factory import image_unsupported, require_images
 from fixrl.sandbox.pool import SandboxPool
 from fixrl.tasks.check.images import image_problem
-from fixrl.tasks.check.reward import Score, Submission, score
+from fixrl.tasks.check.reward import Score, Submission, run_public_tests, score
 from fixrl.tasks.check.rules import judge_changes, relax_hint, repo_modules, tree_changes
 from fixrl.tasks.check.validate_cache import ValidationCache
 from fixrl.tasks.format.loader import TaskError, build_environments, field_text, load_suite_lenient
@@ -101,9 +101,26 @@ class _Run:
     expect: str
 
 
+@dataclass(frozen=True)
+class _Ran:
+    """What `_public_tests` reads of a run."""
+
+    output: str
+    exit_code: int
+    timed_out: bool
+
+
 def _public_tests(task: Task, sb) -> str | None:
-    """Why the public test command does not run properly, or None."""
-    res = sb.exec(task.public_tests, timeout=task.limits.tool_timeout)
+    """Why the public test command does not run properly, or None. A pytest command runs as the
+    agent's `test` tool runs it (`run_public_tests`: the check's runner, so the environment's
+    pytest plugins and no other, `sandbox/inside/env_plugins.py`); another runs as it is."""
+    if parse_pytest_command(task.public_tests) is not None:
+        got = run_public_tests(task, sb, task.public_tests, task.limits.tool_timeout, {})
+        if got.outcome == "error":
+            raise SandboxError(got.reason)
+        res = _Ran(got.output, -1 if got.exit_code is None else got.exit_code, got.timed_out)
+    else:
+        res = sb.exec(task.public_tests, timeout=task.limits.tool_timeout)
     tail = excerpt(res.output)
     error = first_error_line(res.output)
     if error and error not in tail:

@@ -25,6 +25,9 @@ class GenerateConfig:
     """Share of functions whose tasks go to the heldout split."""
     workers: int | None = None
     """Test runs at once on this machine (default: its CPU count)."""
+    max_baseline_failures: float = 0.1
+    """Tests failing on the unmodified repository are excluded from every check; more than this
+    share of them refuses the repository (`--max-baseline-failures`)."""
     max_broken_frac: float = 0.5
     """A mutant breaking more than this share of the tests is not a local bug."""
     pass_to_pass: int = 10

@@ -139,8 +139,13 @@ class LocalRunner:
 
 def plugin_source() -> str:
     """The text of the generator's outcomes plugin file: `sandbox/inside/generate/outcomes.py`
-    followed by `failure_capture.py` (one module, as pytest loads it with `-p`)."""
-    return shipping.source("generate/outcomes.py") + shipping.source("generate/failure_capture.py")
+    followed by `failure_capture.py` and `env_plugins.py` (one module, as pytest loads it with
+    `-p`), which registers the environment's pytest plugins and no other."""
+    return (shipping.source("generate/outcomes.py") + shipping.source("generate/failure_capture.py")
+            + shipping.source("env_plugins.py")
+            # The environment's plugins, loaded explicitly (autoloading is off: `_variables`), as
+            # the check loads them (`sandbox/inside/env_plugins.py`).
+            + "\n\npytest_plugins = environment_plugins()\n")
 
 
 # ---------------------------------------------------------------- one job
@@ -204,7 +209,9 @@ def _run(sb: Any, job: TestJob) -> JobResult:
 
 def _variables(job: TestJob, root: str) -> dict[str, str]:
     """What the plugins read: where to write their reports, which tests to run."""
-    env = {"FIXRL_GEN_REPORT": f"{root}/{REPORT}"}
+    # Plugins found on sys.path are not loaded, as in the check (`sandbox/inside/env_plugins.py`):
+    # the outcomes plugin loads the environment's own.
+    env = {"FIXRL_GEN_REPORT": f"{root}/{REPORT}", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     if job.select is not None:
         env["FIXRL_GEN_SELECT"] = f"{root}/{SELECT_FILE}"
     if job.cover:

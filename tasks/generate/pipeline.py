@@ -7,8 +7,9 @@ yield report is made from those results at the end.
         [--files GLOB...] [--functions NAME...] [--operators OP...] [--exclude-private]
         [--max-per-function K] [-j WORKERS] [--ray auto|ADDRESS]
 
-1. Baseline (`baseline.py` -> `Baseline`): the repository's tests run twice in sandboxes; every
-   test must pass (a flaky or failing test is an error that names it). A small pytest plugin, put
+1. Baseline (`baseline.py` -> `Baseline`): the repository's tests run twice in sandboxes; a test
+   that fails in both runs is excluded (never judged, listed in the report), one that passes in
+   only one is unstable (never judged); too many excluded tests refuse the repository. A small pytest plugin, put
    beside the repository copy, records each test's outcome and failure (node id, crash message,
    traceback lines); the second run also records which tests run which code (tasks.generate.coverage).
 2. Candidates (`scan.py` -> `Scan`): every single-site mutant (`tasks.generate.mutate`) of every
@@ -157,7 +158,7 @@ def _generate(repo: Path, test_cmd: str, out: Path, cfg: GenerateConfig, runner:
             journal.close()
         written = write_tasks(searched.kept, scanned, base, work, repo, out, test_cmd, cfg, rng, env)  # 4
         validation = validate_tasks(written, cfg, progress)  # 5
-        valid = len(written.tasks) - len(validation.invalid)
+        valid = len(written.tasks) + validation.spares_validated - len(validation.invalid)
         if valid:
             publish(written.stage, out, written.suite_config)
             progress.note(f"done: {valid} valid tasks ({len(validation.invalid)} invalid)")
@@ -208,6 +209,8 @@ def check_inputs(repo: Path, out: Path, test_cmd: str, cfg: GenerateConfig) -> t
         raise GenerateError(f"--max must be at least 1, got {cfg.max_tasks}")
     if not 0 <= cfg.heldout_frac < 1:
         raise GenerateError(f"--heldout-frac must be in [0, 1), got {cfg.heldout_frac}")
+    if not 0 <= cfg.max_baseline_failures <= 1:
+        raise GenerateError(f"--max-baseline-failures must be in [0, 1], got {cfg.max_baseline_failures}")
     if cfg.max_per_function is not None and cfg.max_per_function < 1:
         raise GenerateError(f"--max-per-function must be at least 1, got {cfg.max_per_function}")
     for op in cfg.ops or []:

@@ -100,6 +100,12 @@ class GenerateReport:
     """The targeting flags: files, functions, operators, exclude_private."""
     journal: str = ""
     log: str = ""
+    # since issue 32
+    excluded_tests: dict[str, object] = field(default_factory=dict)
+    """Tests that failed on the unmodified repository, never judged: `count`, and `tests` (id ->
+    the first line of its error)."""
+    spares_validated: int = 0
+    """Tasks validated beyond `--max` to take the place of invalid ones."""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -134,7 +140,7 @@ class RunInfo:
 def yield_report(run: RunInfo, cfg: GenerateConfig, s: Stages, seconds: float) -> GenerateReport:
     """The report of a finished run, from its stages' results."""
     per_op = {op: _op_stats(op, s) for op in (cfg.ops or OPERATORS)}
-    written, invalid = s.written.tasks, s.validation.invalid
+    written, invalid = s.written.tasks + s.validation.spares, s.validation.invalid
     task_ids = sorted(t.id for t in written if t.id not in invalid)
     heldout = sum(1 for t in written if t.id not in invalid and t.candidate.function in s.written.held)
     no_issue_reasons: dict[str, int] = {}
@@ -148,7 +154,7 @@ def yield_report(run: RunInfo, cfg: GenerateConfig, s: Stages, seconds: float) -
         run.repo, run.out, run.test_cmd, cfg.seed, tests=len(s.baseline.stable),
         baseline_seconds=round(s.baseline.seconds, 3), files=len(s.scan.files), functions=s.scan.functions,
         candidates=len(s.scan.candidates), tested=total("tested"), broke=total("broke"), kept=len(s.search.kept),
-        selected=len(s.written.chosen), valid=total("valid"), invalid=total("invalid"),
+        selected=len(s.written.chosen) + s.validation.spares_validated, valid=total("valid"), invalid=total("invalid"),
         train=len(task_ids) - heldout, heldout=heldout, seconds=seconds, per_op=per_op,
         invalid_reasons=dict(invalid), flaky=len(s.validation.flaky), no_issue_reasons=no_issue_reasons,
         task_ids=task_ids,
@@ -160,21 +166,23 @@ def yield_report(run: RunInfo, cfg: GenerateConfig, s: Stages, seconds: float) -
         candidates_per_minute=s.search.candidates_per_minute, max_per_function=cfg.max_per_function,
         targets={"files": cfg.files, "functions": cfg.functions, "operators": cfg.ops,
                  "exclude_private": cfg.exclude_private},
-        journal=run.journal, log=run.log)
+        journal=run.journal, log=run.log,
+        excluded_tests={"count": len(s.baseline.excluded), "tests": dict(sorted(s.baseline.excluded.items()))},
+        spares_validated=s.validation.spares_validated)
 
 
 def _op_stats(op: str, s: Stages) -> OpStats:
     """One family's yield: what each stage did with its candidates."""
     status = [c.status for c in s.search.order if c.mutant.op == op]
     tested = [x for x in status if x in TESTED]
-    written = [t for t in s.written.tasks if t.candidate.mutant.op == op]
+    written = [t for t in s.written.tasks + s.validation.spares if t.candidate.mutant.op == op]
     invalid = sum(t.id in s.validation.invalid for t in written)
     return OpStats(
         candidates=sum(c.mutant.op == op for c in s.scan.candidates), tested=len(tested),
         broke=sum(x in ("kept", "not_local") for x in tested), equivalent=tested.count("equivalent"),
         not_local=tested.count("not_local"), timeout=tested.count("timeout"), error=tested.count("error"),
         kept=tested.count("kept"), no_issue=sum(c.mutant.op == op for c, _ in s.written.no_issue),
-        selected=sum(c.mutant.op == op for c in s.written.chosen), valid=len(written) - invalid, invalid=invalid,
+        selected=len(written), valid=len(written) - invalid, invalid=invalid,
         uncovered=status.count("uncovered"), capped=status.count("capped"))
 
 
@@ -229,6 +237,15 @@ def print_report(report: GenerateReport, console=None) -> None:
         console.print(f"{report.reused} outcomes read back from the journal of an earlier run")
     console.print(f"{report.functions} functions in {report.files} files; {report.valid} valid tasks "
                   f"({report.train} train, {report.heldout} heldout) written to {report.out} in {report.seconds:.0f} s")
+    excluded = report.excluded_tests.get("tests") or {}
+    if excluded:
+        console.print(f"{len(excluded)} test(s) fail on the unmodified repository, excluded from every check:")
+        for nodeid, line in list(excluded.items())[:10]:  # type: ignore[union-attr]
+            console.print(f"  excluded {nodeid}" + (f": {line}" if line else ""), markup=False, highlight=False)
+        if len(excluded) > 10:
+            console.print(f"  ... and {len(excluded) - 10} more (generate_report.json lists them all)")
+    if report.spares_validated:
+        console.print(f"{report.spares_validated} spare task(s) validated in place of invalid ones")
     if report.flaky:
         console.print(f"{report.flaky} task(s) dropped: their check was not stable over the validation's runs")
     for tid, why in sorted(report.invalid_reasons.items()):

@@ -1,6 +1,8 @@
 """Stage 5 of the generator, validation: every staged task is validated (`tasks.check.validate`:
 its check fails on the bug, passes with the fix, gives the same verdict on every repeat, and the
-public tests run); an invalid one is removed from the staging folder and counted.
+public tests run); an invalid one is removed from the staging folder and counted, and its slot
+goes to the next spare (a kept bug beyond `--max`, `Written.spares`), validated in turn, until
+`--max` tasks are valid or the spares run out; spares never validated are removed.
 
 What this does not guarantee: that a valid task stays valid on another machine (a check near its
 timeout, a test that depends on the environment)."""
@@ -8,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fixrl.tasks.check.validate import ValidationResult, validate_suite
@@ -17,7 +19,7 @@ from fixrl.tasks.format.schema import Suite
 from fixrl.tasks.generate.config import GenerateConfig
 from fixrl.tasks.generate.progress import GenProgress
 from fixrl.tasks.generate.staging import remove_task
-from fixrl.tasks.generate.write import Written
+from fixrl.tasks.generate.write import Written, WrittenTask
 
 
 @dataclass(frozen=True)
@@ -28,34 +30,55 @@ class Validation:
     """Task id -> why it is invalid, in the order written."""
     flaky: frozenset[str] = frozenset()
     """The invalid tasks whose check gave different verdicts over the `repeats` runs of a state."""
+    spares: list[WrittenTask] = field(default_factory=list)
+    """The spares validated in the place of invalid tasks (valid or not), in the order validated."""
+
+    @property
+    def spares_validated(self) -> int:
+        return len(self.spares)
 
 
 def validate_tasks(written: Written, cfg: GenerateConfig, progress: GenProgress) -> Validation:
-    """Validate the staged tasks and remove the invalid ones (nothing to do with `--no-validate`)."""
+    """Validate the staged tasks, remove the invalid ones and validate spares in their place
+    (module docstring); with `--no-validate`, only the spares are removed."""
     if not (cfg.validate and written.tasks):
+        for t in written.spares:
+            remove_task(written.stage, t.id)
         return Validation({})
-    total = len(written.tasks)
-    progress.note(f"validating {total} tasks ({cfg.repeats} runs of the check per state)")
     # Validation runs here (a cluster runner tests candidates only): this machine's workers.
     jobs = cfg.workers or max(1, os.cpu_count() or 1)
     done = [0]
-
-    def shown(res: ValidationResult) -> None:
-        done[0] += 1
-        verdict = "valid" if res.ok else "invalid: " + "; ".join(res.reasons)[:200]
-        progress.note(f"validated {done[0]}/{total}: {res.task_id} {verdict} ({res.seconds:.0f} s)")
-
-    verdicts = _validate(written.stage, [t.id for t in written.tasks], cfg.backend, jobs, cfg.repeats, shown)
     invalid: dict[str, str] = {}
     flaky: set[str] = set()
-    for t in written.tasks:
-        ok, why, unstable = verdicts.get(t.id, (False, "not validated", False))
-        if not ok:
-            invalid[t.id] = why
-            if unstable:
-                flaky.add(t.id)
-            remove_task(written.stage, t.id)
-    return Validation(invalid, frozenset(flaky))
+    used: list[WrittenTask] = []
+    batch, waiting = list(written.tasks), list(written.spares)
+    progress.note(f"validating {len(batch)} tasks ({cfg.repeats} runs of the check per state)")
+    while batch:
+        total = done[0] + len(batch)
+
+        def shown(res: ValidationResult, total: int = total) -> None:
+            done[0] += 1
+            verdict = "valid" if res.ok else "invalid: " + "; ".join(res.reasons)[:200]
+            progress.note(f"validated {done[0]}/{total}: {res.task_id} {verdict} ({res.seconds:.0f} s)")
+
+        verdicts = _validate(written.stage, [t.id for t in batch], cfg.backend, jobs, cfg.repeats, shown)
+        lost = 0
+        for t in batch:
+            ok, why, unstable = verdicts.get(t.id, (False, "not validated", False))
+            if not ok:
+                lost += 1
+                invalid[t.id] = why
+                if unstable:
+                    flaky.add(t.id)
+                remove_task(written.stage, t.id)
+        # Each invalid task's slot goes to the next spare, in the selection's order.
+        batch, waiting = waiting[:lost], waiting[lost:]
+        used += batch
+        if batch:
+            progress.note(f"{lost} task(s) invalid: validating {len(batch)} spare(s) in their place")
+    for t in waiting:
+        remove_task(written.stage, t.id)
+    return Validation(invalid, frozenset(flaky), used)
 
 
 def _validate(out: Path, ids: list[str], backend: str, workers: int, repeats: int,

@@ -1,9 +1,12 @@
 """Stage 4 of the generator, the tasks written: each kept bug gets an issue text from its failing
 tests (`tasks.generate.issue`); up to `--max` of them are chosen, spread over modules, functions
-and families; train / heldout are split by function; each becomes a task file whose hidden check
-runs the broken tests (FAIL_TO_PASS, from the whole-suite run) plus a sample of still-passing
-ones (PASS_TO_PASS) by node id, with the test files copied in as check files, and whose bug and
-fix are unified diffs. Everything is written into the staging folder (`tasks.generate.staging`).
+and families, and the others (in the same order) are written as spares, validated in the place of
+chosen ones found invalid (`tasks.generate.validation`); train / heldout are split by function;
+each becomes a task file whose hidden check runs the broken tests (FAIL_TO_PASS, from the
+whole-suite run) plus a sample of still-passing ones (PASS_TO_PASS) by node id, with the test
+files copied in as check files, and whose bug and fix are unified diffs. Only baseline-stable
+tests (`Baseline.stable`) are ever named. Everything is written into the staging folder
+(`tasks.generate.staging`).
 
 What this does not guarantee: that a bug is interesting (a kept mutant only breaks tests), nor
 that its issue text is a full description (one or two symptoms from the failing tests)."""
@@ -50,7 +53,10 @@ class Written:
     held: frozenset[str]
     """Functions whose tasks are in the heldout split."""
     tasks: list[WrittenTask]
-    """The task files, in the order written."""
+    """The chosen bugs' task files, in the order written."""
+    spares: list[WrittenTask] = dataclasses.field(default_factory=list)
+    """Task files of the kept bugs beyond `--max`, best first (the selection's order): each
+    invalid chosen task's slot goes to the next one; those never validated are removed."""
 
 
 def write_tasks(kept: list[Candidate], scanned: Scan, base: Baseline, work: Path, repo: Path, out: Path,
@@ -80,15 +86,19 @@ def write_tasks(kept: list[Candidate], scanned: Scan, base: Baseline, work: Path
             continue
         texts.add(issue)
         with_issue.append((c, issue))
-    stage, config = prepare_stage(out, repo, scanned.names, test_cmd, cfg, base.seconds, environment)
-    chosen = _select(with_issue, cfg.max_tasks, rng)
-    fns = sorted({c.function for c, _ in chosen})
-    held = split_by_function(fns, Counter(c.function for c, _ in chosen), cfg.heldout_frac, rng)
+    stage, config = prepare_stage(out, repo, scanned.names, test_cmd, cfg, base.seconds, environment,
+                                  sorted(base.excluded))
+    chosen, spares = _select(with_issue, cfg.max_tasks, rng)
+    every = chosen + spares
+    fns = sorted({c.function for c, _ in every})
+    held = split_by_function(fns, Counter(c.function for c, _ in every), cfg.heldout_frac, rng)
     check_timeout = float(max(30, round(10 * round(base.seconds, 3))))
-    written = _task_files(chosen, held, stage, work, scanned.sources, test_cmd, cfg.pass_to_pass,
-                          cfg.max_fail_to_pass, base.stable, rng, cfg.seed, check_timeout)
+    written = dict((id(c), tid) for tid, c in _task_files(
+        every, held, stage, work, scanned.sources, test_cmd, cfg.pass_to_pass, cfg.max_fail_to_pass, base.stable,
+        rng, cfg.seed, check_timeout))
     return Written(stage, config, no_issue, [c for c, _ in chosen], frozenset(held),
-                   [WrittenTask(tid, c) for tid, c in written])
+                   [WrittenTask(written[id(c)], c) for c, _ in sorted(chosen, key=_file_order)],
+                   [WrittenTask(written[id(c)], c) for c, _ in spares])
 
 
 def unified_diff(path: str, old: str, new: str) -> str:
@@ -142,11 +152,17 @@ def _issue_for(c: Candidate, failures: dict[str, Failure], work: Path, clean: st
 
 
 def _select(items: list[tuple[Candidate, str]], max_tasks: int | None, rng: random.Random):
-    """Up to max_tasks, spread over modules, functions and families (round-robin, seeded)."""
+    """Up to max_tasks, spread over modules, functions and families (round-robin, seeded), and
+    the rest in the same order (the spares)."""
     order = round_robin([c for c, _ in items], rng)
     issue = {id(c): text for c, text in items}
-    chosen = order if max_tasks is None else order[:max_tasks]
-    return [(c, issue[id(c)]) for c in chosen]
+    cut = len(order) if max_tasks is None else max_tasks
+    return [(c, issue[id(c)]) for c in order[:cut]], [(c, issue[id(c)]) for c in order[cut:]]
+
+
+def _file_order(item):
+    c = item[0]
+    return (c.file, c.qualname, c.mutant.op, c.mutant.lineno)
 
 
 def _task_files(chosen, held: set[str], out: Path, work: Path, sources: dict[str, str], test_cmd: str,
@@ -156,7 +172,7 @@ def _task_files(chosen, held: set[str], out: Path, work: Path, sources: dict[str
     written = []
     check_root = out / "checks" / "generated"
     copied: set[str] = set()
-    for c, issue in sorted(chosen, key=lambda x: (x[0].file, x[0].qualname, x[0].mutant.op, x[0].mutant.lineno)):
+    for c, issue in sorted(chosen, key=_file_order):
         tid = _task_id(c.file, c.name, c.mutant.op, taken)
         f2p = sorted(c.broken)
         if len(f2p) > max_f2p:

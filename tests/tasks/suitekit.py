@@ -3,10 +3,13 @@ and SWE-bench instances made from two real releases of a library (`release_insta
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import shutil
 import subprocess
+import zipfile
+from base64 import urlsafe_b64encode
 from pathlib import Path
 
 import yaml
@@ -145,3 +148,47 @@ def release_instance(checkout: Path, base_src: Path, new_src: Path, patch: dict[
     path.write_text(json.dumps({**fields, "base_commit": base, "patch": change(patch),
                                 "test_patch": change(test_patch)}))
     return path
+
+
+# ---------------------------------------------------------------- pytest plugins (tests of plugin parity)
+
+PROBE_PLUGIN = "import pytest\n\n\n@pytest.fixture\ndef probe_fixture():\n    return 42\n"
+EVIL_PLUGIN = "import pytest\n\n\n@pytest.fixture\ndef evil_fixture():\n    return 'loaded'\n"
+
+
+def _record(name: str, data: bytes) -> str:
+    digest = urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{name},sha256={digest},{len(data)}"
+
+
+def write_wheel(path: Path) -> Path:
+    """`fixrl_probe_plugin` 1.0: one module with a fixture, registered as a `pytest11` plugin."""
+    info = "fixrl_probe_plugin-1.0.dist-info"
+    files = {
+        "fixrl_probe_plugin.py": PROBE_PLUGIN.encode(),
+        f"{info}/METADATA": b"Metadata-Version: 2.1\nName: fixrl-probe-plugin\nVersion: 1.0\n",
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: fixrl-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/entry_points.txt": b"[pytest11]\nprobe = fixrl_probe_plugin\n",
+    }
+    record = "\n".join([_record(n, d) for n, d in files.items()] + [f"{info}/RECORD,,", ""])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in {**files, f"{info}/RECORD": record.encode()}.items():
+            z.writestr(name, data)
+    return path
+
+
+def probe_plugin_wheel() -> Path:
+    """The probe plugin's wheel at a fixed path: an environment's tag hashes its spec, so a
+    second run builds nothing."""
+    return write_wheel(Path.home() / ".cache" / "fixrl" / "test-wheels" / "fixrl_probe_plugin-1.0-py3-none-any.whl")
+
+
+def drop_workspace_plugin(ws: Path) -> None:
+    """What an agent could write into the workspace: a distribution whose `pytest11` entry points
+    name its own module (one under the environment's plugin's name)."""
+    (ws / "evil_plugin.py").write_text(EVIL_PLUGIN)
+    info = ws / "evil-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\nevil = evil_plugin\nprobe = evil_plugin\n")

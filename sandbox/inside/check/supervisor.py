@@ -4,6 +4,7 @@ frame (the check package's docstring says how a verdict is made)."""
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import select
@@ -15,6 +16,7 @@ import types
 
 import pytest
 
+from ..env_plugins import environment_plugins
 from ..warmup import preload_pytest, warm_pytest
 from .base import EVENTS_NAME, EXIT_GRACE, FRAME_TAG, JUNIT_NAME, LAUNCHER_PREFIX, REPORT_NAME, _abspath
 from .guard import _install_guard, _watched_classes
@@ -178,8 +180,16 @@ def _clean_env():
     sys.dont_write_bytecode = True
 
 
+def _environment_plugin_modules():
+    """The environment's pytest plugins (`env_plugins`), imported now: before the workspace is
+    on sys.path, so neither a module nor an entry point the workspace holds can stand in for
+    one (`-p NAME` would look NAME up among the entry points on sys.path, the workspace's too)."""
+    return [importlib.import_module(name) for name in environment_plugins()]
+
+
 def _run_pytest(args, pythonpath, plugin):
     _clean_env()
+    extra = _environment_plugin_modules()
     sys.path[0:0] = [os.getcwd(), *(_abspath(p, os.getcwd()) for p in pythonpath)]
     # The same argv whatever started the runner (a launcher's config, a zygote's prelude): no
     # check file's name, no marker of which run this is; the same for the interpreter's own
@@ -188,7 +198,7 @@ def _run_pytest(args, pythonpath, plugin):
     if getattr(sys, "orig_argv", None):  # Python 3.10+ (an environment's may be older)
         sys.orig_argv[:] = [sys.orig_argv[0], pytest.__file__]
     sys.modules["__main__"] = types.ModuleType("__main__")
-    code = pytest.main(list(args), plugins=[plugin])
+    code = pytest.main(list(args), plugins=[plugin, *extra])
     sys.stdout.flush()
     sys.stderr.flush()
     return int(code)

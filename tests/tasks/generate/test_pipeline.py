@@ -204,8 +204,9 @@ def test_regenerating_keeps_hand_written_tasks(generated, tmp_path):
 
 def test_failing_repository_is_refused(tmp_path):
     repo = make_repo(tmp_path, TESTS + "\n\ndef test_broken():\n    assert add_all([1]) == 2\n")
-    with pytest.raises(GenerateError, match="repository without passing tests.*test_broken"):
-        generate(repo, "python -m pytest -q", tmp_path / "out", max_tasks=2, workers=1, progress=False)
+    with pytest.raises(GenerateError, match="repository without passing tests.*test_broken.*--max-baseline-failures"):
+        generate(repo, "python -m pytest -q", tmp_path / "out", max_tasks=2, workers=1, progress=False,
+                 max_baseline_failures=0.0)
 
 
 def test_a_baseline_that_hangs_names_the_test_it_was_running(tmp_path, monkeypatch):
@@ -410,7 +411,7 @@ def test_a_failed_generation_leaves_nothing_behind(tmp_path):
     repo = make_repo(tmp_path, TESTS + "\n\ndef test_broken():\n    assert add_all([1]) == 2\n")
     out = tmp_path / "new-suite"
     with pytest.raises(GenerateError, match="test_broken"):
-        generate(repo, "python -m pytest -q", out, max_tasks=2, workers=1, progress=False)
+        generate(repo, "python -m pytest -q", out, max_tasks=2, workers=1, progress=False, max_baseline_failures=0.0)
     assert not out.exists()
     with pytest.raises(GenerateError, match="matches none"):
         generate(repo, "python -m pytest -q", out, workers=1, progress=False, files=["nope.py"])
@@ -525,7 +526,8 @@ def test_the_check_keeps_the_test_commands_pytest_options():
 
 def test_the_test_tool_gets_the_time_a_whole_suite_run_gets(tmp_path):
     """more-itertools' test_more.py takes ~40 s idle, over 60 s on a busy machine: the agent's
-    `test` tool (the whole suite) gets the generator's own whole-suite timeout."""
+    `test` tool (the whole suite, guarded, as the validation runs it) gets the check's factor
+    over the baseline (wcwidth: 17 s at the baseline, over 60 s through the check's runner)."""
     from collections import Counter
 
     from fixrl.tasks.generate.config import GenerateConfig
@@ -533,7 +535,7 @@ def test_the_test_tool_gets_the_time_a_whole_suite_run_gets(tmp_path):
 
     limits = lambda s: suite_config(tmp_path, tmp_path, Counter(), "pytest", GenerateConfig(), s)[  # noqa: E731
         "defaults"]["limits"]["tool_timeout"]
-    assert (limits(3.0), limits(40.0), limits(1000.0)) == (60.0, 125.0, 600.0)
+    assert (limits(3.0), limits(17.0), limits(40.0), limits(1000.0)) == (60.0, 175.0, 405.0, 600.0)
 
 
 def test_the_log_says_why_candidate_testing_stopped(generated):
