@@ -159,56 +159,11 @@ def vllm_server(vllm_python, tiny32_model):
 
 # --- Parallel runs (`make test`: `pytest -n 2 --dist loadgroup --no-loadscope-reorder`) ---------
 
-SHARED_FIXTURES = {"vllm_server": "vllm", "ray_cluster": "ray", "grpo_run": "view", "eval_run": "view",
-                   "browser": "view"}
-"""Session fixtures that take a minute or more to make, and the xdist group of every test file that
-uses one: the files of a group run on one worker, so the fixture is made once, not once a worker."""
-
-
-def xdist_group_of_files(items: list[pytest.Item]) -> dict[str, str]:
-    """Each test file's group: the group of the first shared fixture (in SHARED_FIXTURES' order) any
-    of its tests uses, else the file itself. A whole file goes to one worker, so its module-scoped
-    fixtures (sandbox pools, generated suites) are made once, as in a serial run."""
-    used: dict[str, set[str]] = {}
-    for item in items:
-        used.setdefault(item.nodeid.split("::")[0], set()).update(getattr(item, "fixturenames", ()))
-    return {path: next((g for f, g in SHARED_FIXTURES.items() if f in names), path) for path, names in used.items()}
-
-
-def heavy_first(items: list[pytest.Item], group_of: dict[str, str]) -> list[pytest.Item]:
-    """`items` with the groups that hold a `slow` test first (each group's tests kept together and
-    in their order): xdist hands groups out in this order, so the long end-to-end groups start at
-    once instead of leaving one worker alone with them at the end."""
-    group = [group_of[i.nodeid.split("::")[0]] for i in items]
-    first = {g: n for n, g in reversed(list(enumerate(group)))}
-    slow = {g for g, i in zip(group, items) if i.get_closest_marker("slow")}
-    order = sorted(range(len(items)), key=lambda n: (group[n] not in slow, first[group[n]], n))
-    return [items[n] for n in order]
-
-
-class _XdistGroups:
-    """Marks every test with its file's xdist group (before xdist reads the marks), then puts the
-    slow groups first (after pytest's own fixture-driven reordering)."""
-
-    def __init__(self) -> None:
-        self.group_of: dict[str, str] = {}
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        self.group_of = xdist_group_of_files(items)
-        for item in items:
-            if item.get_closest_marker("xdist_group") is None:
-                item.add_marker(pytest.mark.xdist_group(self.group_of[item.nodeid.split("::")[0]]))
-
 
 def pytest_configure(config):
-    config.pluginmanager.register(_XdistGroups(), "fixrl-xdist-groups")
+    import xdistkit
 
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config, items):
-    plugin = config.pluginmanager.get_plugin("fixrl-xdist-groups")
-    items[:] = heavy_first(items, plugin.group_of)
+    xdistkit.register(config)
 
 
 _leaked_by_workers: list[str] = []
