@@ -163,3 +163,24 @@ def test_env_build_says_each_step_and_each_package_on_stderr(tmp_path, monkeypat
     assert "ready" in out and "Collecting" not in out
     assert main(["env", "build", str(repo)]) == 0
     assert "cached at" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_two_processes_building_one_environment_build_it_once(tmp_path):
+    """Two `fixrl env build` of the same spec at once (parallel test workers, two runs sharing
+    the cache): one builds, the other waits for its lock and finds it built -- never two builds,
+    the second deleting the first's environment under it. Needs the package registry."""
+    import os
+    import subprocess
+    import sys
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "requirements-test.txt").write_text("iniconfig\n")
+    env = {**os.environ, "FIXRL_ENV_DIR": str(tmp_path / "envs")}
+    cmd = [sys.executable, "-m", "fixrl.harness.cli", "env", "build", str(repo)]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    said = sorted(("built at" in err, "cached at" in err) for _, err in outs)
+    assert said == [(False, True), (True, False)], outs  # one built, the other found it built
