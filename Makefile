@@ -56,7 +56,7 @@ lint: venv
 
 # Two pytest-xdist workers (TEST_WORKERS): each test file runs whole on one worker, and the files
 # that share a slow session fixture (the vLLM server, the Ray cluster, the viewer's runs) on the
-# same one (tests/conftest.py); the groups with slow tests are handed out first. The 30 slowest
+# same one (tests/xdistkit.py); the groups with slow tests are handed out first. The 30 slowest
 # tests are listed at the end: where the suite's time goes, run by run.
 TEST_WORKERS ?= 2
 test: lint venv vllm bwrap docker image chromium
