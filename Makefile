@@ -54,12 +54,16 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 
-# The 30 slowest tests are listed at the end: where the suite's time goes, run by run.
+# Two pytest-xdist workers (TEST_WORKERS): each test file runs whole on one worker, and the files
+# that share a slow session fixture (the vLLM server, the Ray cluster, the viewer's runs) on the
+# same one (tests/xdistkit.py); the groups with slow tests are handed out first. The 30 slowest
+# tests are listed at the end: where the suite's time goes, run by run.
+TEST_WORKERS ?= 2
 test: lint venv vllm bwrap docker image chromium
-	$(VENV)/bin/pytest -q --durations=30
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30
 
 test-fast: venv
-	$(VENV)/bin/pytest -q -m "not slow"
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder -m "not slow"
 
 bench: venv docker image
 	$(FIXRL) bench sandbox

@@ -53,6 +53,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from filelock import FileLock
+
 from fixrl.sandbox.base import WORKDIR, SandboxError
 from fixrl.sandbox.inside.env_plugins import PLUGINS_FILE
 
@@ -348,11 +350,32 @@ def build_local(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None,
     spec.validate()
     tag = spec.tag()
     dest = env_dir(tag)
-    if (dest / "bin" / "python").exists() and not force:
-        progress(f"cached at {dest}")
-        return dest
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
+    # One build of a tag at a time: two processes sharing the cache (parallel test workers, two
+    # runs) would otherwise both build, and the second would delete `dest` under the first's
+    # sandboxes; the wheel folder is shared by them too. Not guarded: a `force` rebuild while
+    # another process's sandboxes use the environment.
+    with _tag_lock(tag):
+        if (dest / "bin" / "python").exists() and not force:
+            progress(f"cached at {dest}")
+            return dest
+        _build_into(spec, tag, dest, root, progress)
+        _make_readable(dest)
+    progress(f"built at {dest}")
+    return dest
+
+
+def _tag_lock(tag: str) -> FileLock:
+    """The inter-process lock of one environment tag: its local venv, its Docker image and the
+    wheel folder both are staged from. Waits at most 30 minutes for another process's build."""
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(root / f".{tag.replace(':', '_').replace('/', '_')}.lock"), timeout=1800)
+
+
+def _build_into(spec: EnvSpec, tag: str, dest: Path, root: Path, progress: Callable[[str], None]) -> None:
+    """Build `spec`'s environment in a temporary folder under `root` and rename it to `dest`."""
     with tempfile.TemporaryDirectory(prefix=".build-", dir=root) as tmp:
         venv = Path(tmp) / "venv"
         base = getattr(sys, "_base_executable", sys.executable)
@@ -363,9 +386,6 @@ def build_local(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None,
             shutil.rmtree(dest)
         os.chmod(venv, 0o755)
         venv.rename(dest)
-    _make_readable(dest)
-    progress(f"built at {dest}")
-    return dest
 
 
 def _wheel_dir(tag: str) -> Path:
@@ -393,14 +413,24 @@ def _make_readable(path: Path) -> None:
 
 def build_docker(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None, force: bool = False) -> str:
     """The Docker image of `spec` (a layer over `spec.base_image`, built unless it exists); its tag."""
-    from fixrl.sandbox.docker import client  # noqa: PLC0415 - the docker SDK only for the Docker backend
-    from fixrl.sandbox.image import image_exists  # noqa: PLC0415 - likewise
+    from fixrl.sandbox.image import image_exists  # noqa: PLC0415 - the docker SDK only for the Docker backend
 
     spec.validate()
     tag = spec.tag()
-    if image_exists(tag) and not force:
-        progress("image exists")
-        return tag
+    with _tag_lock(tag):  # see build_local
+        if image_exists(tag) and not force:
+            progress("image exists")
+            return tag
+        _build_image(spec, tag, progress)
+    progress("image built")
+    return tag
+
+
+def _build_image(spec: EnvSpec, tag: str, progress: Callable[[str], None]) -> None:
+    """Commit `spec`'s staged packages as a layer over its base image, tagged `tag`."""
+    from fixrl.sandbox.docker import client  # noqa: PLC0415 - the docker SDK only for the Docker backend
+    from fixrl.sandbox.image import image_exists  # noqa: PLC0415 - likewise
+
     if not image_exists(spec.base_image):
         raise EnvBuildError(f"the base image {spec.base_image} is missing: run `fixrl sandbox build-image`")
     c = client()
@@ -425,8 +455,6 @@ def build_docker(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None
             box.commit(repository=repo, tag=version)
         finally:
             box.remove(force=True)
-    progress("image built")
-    return tag
 
 
 def _root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from fixrl.harness.bench.errors import BenchError
 from fixrl.harness.bench.sdist import SdistUnavailable, fetch_sdist
@@ -17,6 +18,14 @@ from fixrl.sandbox import SandboxPool
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("FIXRL_CACHE", Path.home() / ".cache" / "fixrl"))
+
+
+def cache_lock(path: Path) -> FileLock:
+    """An inter-process lock beside `path` in the shared cache: `make test` runs two pytest-xdist
+    workers, and two of them must never build the same checkpoint at once nor read a half-written
+    one. Waits at most 10 minutes (a build that takes longer is hung)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(path.parent / f".{path.name}.lock"), timeout=600)
 
 
 def docker_ok() -> bool:
@@ -61,8 +70,9 @@ def tiny_model() -> Path:
     from fixrl.harness.model.tiny import init_tiny
 
     path = CACHE / "tiny-qwen2"
-    if not (path / "config.json").exists():
-        init_tiny(path)
+    with cache_lock(path):
+        if not (path / "config.json").exists():
+            init_tiny(path)
     return path
 
 
@@ -132,8 +142,9 @@ def tiny32_model() -> Path:
     from fixrl.harness.model.tiny import init_tiny
 
     path = CACHE / "tiny-qwen2-head32"
-    if not (path / "config.json").exists():
-        init_tiny(path, head_dim=32)
+    with cache_lock(path):
+        if not (path / "config.json").exists():
+            init_tiny(path, head_dim=32)
     return path
 
 
@@ -144,3 +155,30 @@ def vllm_server(vllm_python, tiny32_model):
 
     with VLLMServer(ServerSpec(model=str(tiny32_model), python=str(vllm_python))) as server:
         yield server
+
+
+# --- Parallel runs (`make test`: `pytest -n 2 --dist loadgroup --no-loadscope-reorder`) ---------
+
+
+def pytest_configure(config):
+    import xdistkit
+
+    xdistkit.register(config)
+
+
+_leaked_by_workers: list[str] = []
+"""On the xdist controller: the containers the workers left behind (tests/sandbox/conftest.py)."""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """A worker is done: keep what it reported leaked (`fixrl_leaked_containers`)."""
+    _leaked_by_workers.extend(getattr(node, "workeroutput", {}).get("fixrl_leaked_containers", []))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """On the controller of a parallel run: a container a worker leaked fails the run."""
+    if _leaked_by_workers:
+        import sys
+        print(f"\nERROR: containers left behind by the test workers: {_leaked_by_workers}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -19,6 +19,8 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+from filelock import FileLock
+
 from fixrl.harness.bench.errors import BenchError
 
 
@@ -33,24 +35,28 @@ def fetch_sdist(name: str, version: str, cache: Path) -> Path:
     does not unpack into exactly one folder."""
     root = cache / f"{name}-{version}"
     done = root / ".unpacked"
-    if not done.exists():
-        dl = root / "download"
-        dl.mkdir(parents=True, exist_ok=True)
-        r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps",
-                            "-d", str(dl), f"{name}=={version}"], capture_output=True, text=True)
-        archives = sorted(p for p in dl.iterdir() if p.is_file())
-        if r.returncode != 0 or not archives:
-            raise SdistUnavailable(f"cannot download the {name} {version} source distribution: "
-                                   f"{r.stderr.strip()[-300:]}")
-        src = root / "src"
-        shutil.rmtree(src, ignore_errors=True)
-        if archives[0].suffix == ".zip":
-            with zipfile.ZipFile(archives[0]) as z:
-                z.extractall(src)
-        else:
-            with tarfile.open(archives[0]) as t:
-                t.extractall(src, filter="data")
-        done.write_text(archives[0].name)
+    cache.mkdir(parents=True, exist_ok=True)
+    # One download and unpacking at a time per sdist: parallel test workers (or two `fixrl bench`
+    # runs) share the cache, and `.unpacked` is only looked at under the lock.
+    with FileLock(str(cache / f".{name}-{version}.lock"), timeout=600):
+        if not done.exists():
+            dl = root / "download"
+            dl.mkdir(parents=True, exist_ok=True)
+            r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps",
+                                "-d", str(dl), f"{name}=={version}"], capture_output=True, text=True)
+            archives = sorted(p for p in dl.iterdir() if p.is_file())
+            if r.returncode != 0 or not archives:
+                raise SdistUnavailable(f"cannot download the {name} {version} source distribution: "
+                                       f"{r.stderr.strip()[-300:]}")
+            src = root / "src"
+            shutil.rmtree(src, ignore_errors=True)
+            if archives[0].suffix == ".zip":
+                with zipfile.ZipFile(archives[0]) as z:
+                    z.extractall(src)
+            else:
+                with tarfile.open(archives[0]) as t:
+                    t.extractall(src, filter="data")
+            done.write_text(archives[0].name)
     tops = [p for p in (root / "src").iterdir() if p.is_dir()]
     if len(tops) != 1:
         raise BenchError(f"{name} {version}: the sdist unpacked into {len(tops)} folders, not one "

@@ -69,19 +69,29 @@ def bystander(attack_pair):
     return attack_pair[1]
 
 
+LEAKED_KEY = "fixrl_leaked_containers"
+"""Where an xdist worker leaves the containers it leaked: its own exit status is not the run's, so
+the controller fails the run on them (tests/conftest.py, `pytest_testnodedown`)."""
+
+
 def pytest_sessionfinish(session, exitstatus):
     """After the whole session (every fixture of every folder torn down), no container this
-    process started may remain: a leak fails the run."""
+    process started may remain: a leak fails the run. Each process (an xdist worker) counts only
+    its own containers (its `fixrl.session` label), so parallel workers never see each other's."""
     import sys
 
+    left: list[str] = []
     sd = sys.modules.get("fixrl.sandbox.docker")
-    if sd is None or sd._client is None:  # no DockerSandbox was ever made
+    if sd is not None and sd._client is not None:  # a DockerSandbox was made in this process
+        try:
+            left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=fixrl.session={sd.SESSION}"],
+                                   capture_output=True, text=True, timeout=60).stdout.split()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    if not left:
         return
-    try:
-        left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=fixrl.session={sd.SESSION}"],
-                              capture_output=True, text=True, timeout=60).stdout.split()
-    except (OSError, subprocess.SubprocessError):
-        return
-    if left:
-        print(f"\nERROR: containers left behind by this test session: {left}", file=sys.stderr)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[LEAKED_KEY] = left
+    print(f"\nERROR: containers left behind by this test session: {left}", file=sys.stderr)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -310,3 +310,23 @@ def test_a_failing_build_shows_pips_errors_first_and_the_entry_that_brought_them
     assert blamed[0] == "  environment.requirements[1]: requirements/docs.txt", lines
     assert "environment.requirements[0]" not in str(err.value) and "environment.packages" not in str(err.value)
     assert "suite.yaml" in blamed[1] and "fixrl env detect" in blamed[1], lines
+
+@pytest.mark.slow
+def test_two_processes_building_one_environment_build_it_once(tmp_path):
+    """Two `fixrl env build` of the same spec at once (parallel test workers, two runs sharing
+    the cache): one builds, the other waits for its lock and finds it built -- never two builds,
+    the second deleting the first's environment under it. Needs the package registry."""
+    import os
+    import subprocess
+    import sys
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "requirements-test.txt").write_text("iniconfig\n")
+    env = {**os.environ, "FIXRL_ENV_DIR": str(tmp_path / "envs")}
+    cmd = [sys.executable, "-m", "fixrl.harness.cli", "env", "build", str(repo)]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    said = sorted(("built at" in err, "cached at" in err) for _, err in outs)
+    assert said == [(False, True), (True, False)], outs  # one built, the other found it built
