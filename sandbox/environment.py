@@ -50,7 +50,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fixrl.sandbox.base import WORKDIR, SandboxError
+from fixrl.sandbox.base import DEFAULT_IMAGE, WORKDIR, SandboxError
 
 TAG_PREFIX = "fixrl-env:"
 """Runtime names of environments start with this; the rest is the spec's hash."""
@@ -81,7 +81,7 @@ class EnvSpec:
     """More requirement specifiers (e.g. `attrs>=22`, `pytest-mock`)."""
     python: str | None = None
     """`major.minor` the environment is for; None: the interpreter running fixrl's."""
-    base_image: str = "fixrl-sandbox:base"
+    base_image: str = DEFAULT_IMAGE
     """The Docker image the layer goes on."""
 
     def validate(self) -> None:
@@ -293,18 +293,35 @@ def _make_readable(path: Path) -> None:
         parent = parent.parent
 
 
+def docker_env_current(spec: EnvSpec) -> bool:
+    """Whether the image of `spec` exists and was built on the base image as it is now (its
+    `fixrl.base` label is the base image's id): a rebuilt base image rebuilds every layer."""
+    from fixrl.sandbox.image import BASE_LABEL, image_id, image_label  # noqa: PLC0415 - the docker SDK only for Docker
+
+    base = image_id(spec.base_image)
+    return base is not None and image_label(spec.tag(), BASE_LABEL) == base
+
+
 def build_docker(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None, force: bool = False) -> str:
-    """The Docker image of `spec` (a layer over `spec.base_image`, built unless it exists); its tag."""
+    """The Docker image of `spec` (a layer over `spec.base_image`, built unless it exists on the
+    current base image), its packages' bytecode compiled in; its tag."""
     from fixrl.sandbox.docker import client  # noqa: PLC0415 - the docker SDK only for the Docker backend
-    from fixrl.sandbox.image import image_exists  # noqa: PLC0415 - likewise
+    from fixrl.sandbox.image import BASE_LABEL, image_exists, image_id, require_base_image  # noqa: PLC0415 - likewise
 
     spec.validate()
     tag = spec.tag()
-    if image_exists(tag) and not force:
-        progress("image exists")
-        return tag
     if not image_exists(spec.base_image):
         raise EnvBuildError(f"the base image {spec.base_image} is missing: run `fixrl sandbox build-image`")
+    try:
+        require_base_image(spec.base_image)
+    except SandboxError as e:
+        raise EnvBuildError(str(e)) from None
+    if docker_env_current(spec) and not force:
+        progress("image exists")
+        return tag
+    if image_exists(tag):
+        progress(f"the image was built on another {spec.base_image}: rebuilding it")
+    base_id = image_id(spec.base_image)
     c = client()
     probe = c.containers.run(spec.base_image, ["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                              remove=True, network_mode="none")
@@ -312,19 +329,29 @@ def build_docker(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None
     if image_py != host_python():
         raise EnvBuildError(f"the image {spec.base_image} has Python {image_py} and fixrl runs on {host_python()}: "
                             "wheels are resolved for fixrl's interpreter; run fixrl with the image's Python version")
+    site = f"/usr/local/lib/python{image_py}/dist-packages"
     with tempfile.TemporaryDirectory(prefix="fixrl-env-") as tmp:
         stage = Path(tmp) / "site"
         _stage(spec, stage, _wheel_dir(tag), progress)
         _make_readable(stage)
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:  # paths from / : the folder may not exist yet
-            tar.add(stage, arcname=f"usr/local/lib/python{image_py}/dist-packages", filter=_root_owned)
-        progress(f"committing the layer over {spec.base_image}")
-        box = c.containers.create(spec.base_image, ["true"], network_disabled=True)
+            tar.add(stage, arcname=site.lstrip("/"), filter=_root_owned)
+        progress(f"compiling the packages' bytecode and committing the layer over {spec.base_image}")
+        # compiled by the image's own interpreter, at the paths sandboxes import them from: no
+        # sandbox (whose root is read-only) compiles them again at every import
+        box = c.containers.create(spec.base_image, ["python3", "-m", "compileall", "-q", site],
+                                  network_disabled=True)
         try:
             box.put_archive("/", buf.getvalue()) or _fail_put()
+            box.start()
+            status = box.wait().get("StatusCode")
+            if status != 0:
+                out = box.logs().decode(errors="replace").splitlines()[-10:]
+                raise EnvBuildError(f"compiling the environment's bytecode in {spec.base_image} failed "
+                                    f"(exit {status}):\n" + "\n".join(out))
             repo, _, version = tag.rpartition(":")
-            box.commit(repository=repo, tag=version)
+            box.commit(repository=repo, tag=version, changes=[f"LABEL {BASE_LABEL}={base_id}"])
         finally:
             box.remove(force=True)
     progress("image built")
