@@ -305,23 +305,23 @@ def docker_env_current(spec: EnvSpec) -> bool:
 def build_docker(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None, force: bool = False) -> str:
     """The Docker image of `spec` (a layer over `spec.base_image`, built unless it exists on the
     current base image), its packages' bytecode compiled in; its tag."""
-    from fixrl.sandbox.docker import client  # noqa: PLC0415 - the docker SDK only for the Docker backend
-    from fixrl.sandbox.image import BASE_LABEL, image_exists, image_id, require_base_image  # noqa: PLC0415 - likewise
+    from fixrl.sandbox import image as images  # noqa: PLC0415 - the docker SDK only for the Docker backend
+    from fixrl.sandbox.docker import client  # noqa: PLC0415 - likewise
 
     spec.validate()
     tag = spec.tag()
-    if not image_exists(spec.base_image):
+    if not images.image_exists(spec.base_image):
         raise EnvBuildError(f"the base image {spec.base_image} is missing: run `fixrl sandbox build-image`")
     try:
-        require_base_image(spec.base_image)
+        images.require_base_image(spec.base_image)
     except SandboxError as e:
         raise EnvBuildError(str(e)) from None
     if docker_env_current(spec) and not force:
         progress("image exists")
         return tag
-    if image_exists(tag):
+    if images.image_exists(tag):
         progress(f"the image was built on another {spec.base_image}: rebuilding it")
-    base_id = image_id(spec.base_image)
+    base_id, old = images.image_id(spec.base_image), images.image_id(tag)
     c = client()
     probe = c.containers.run(spec.base_image, ["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                              remove=True, network_mode="none")
@@ -351,9 +351,10 @@ def build_docker(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None
                 raise EnvBuildError(f"compiling the environment's bytecode in {spec.base_image} failed "
                                     f"(exit {status}):\n" + "\n".join(out))
             repo, _, version = tag.rpartition(":")
-            box.commit(repository=repo, tag=version, changes=[f"LABEL {BASE_LABEL}={base_id}"])
+            box.commit(repository=repo, tag=version, changes=[f"LABEL {images.BASE_LABEL}={base_id}"])
         finally:
             box.remove(force=True)
+    images.remove_replaced(old, tag)
     progress("image built")
     return tag
 

@@ -117,6 +117,19 @@ def image_id(tag: str) -> str | None:
     return None if img is None else img.id
 
 
+def remove_replaced(old_id: str | None, tag: str) -> None:
+    """Remove the image `old_id` that a rebuild of `tag` replaced (now untagged), so rebuilds do
+    not pile up on the disk. Best effort: an image a container still uses stays."""
+    import docker.errors  # noqa: PLC0415 - the docker SDK only for the Docker backend
+
+    if old_id is None or old_id == image_id(tag):
+        return
+    try:
+        client().images.remove(old_id)
+    except docker.errors.APIError as e:
+        log.info("the replaced image %s of %s stays: %s", old_id[:19], tag, e)
+
+
 def stale_reason(tag: str, packages: tuple[str, ...] = PACKAGES) -> str | None:
     """Why the existing image `tag` is not the current recipe's (None: it is, or is missing)."""
     img = _image(tag)
@@ -154,7 +167,7 @@ def build_image(tag: str = DEFAULT_IMAGE, force: bool = False, mirror: str | Non
     if os.geteuid() != 0:
         raise SandboxError("debootstrap needs root: run `sudo fixrl sandbox build-image` "
                            "(or `make image` as root)")
-    start = time.monotonic()
+    start, old = time.monotonic(), image_id(tag)
     pins = pytest_pins()
     with tempfile.TemporaryDirectory(prefix="fixrl-image-") as tmp:
         wheels = os.path.join(tmp, "wheels")
@@ -175,6 +188,7 @@ def build_image(tag: str = DEFAULT_IMAGE, force: bool = False, mirror: str | Non
                                      changes=[f"LABEL {RECIPE_LABEL}={recipe(packages, pins)}"])
     if image_label(tag, RECIPE_LABEL) != recipe(packages, pins):
         raise SandboxError(f"docker import finished but image {tag} is missing or lacks its {RECIPE_LABEL} label")
+    remove_replaced(old, tag)
     log.info("built %s in %.0f s", tag, time.monotonic() - start)
     return True
 

@@ -119,6 +119,7 @@ def test_environment_layer_follows_a_rebuilt_base_image_and_has_its_bytecode(scr
     assert not docker_env_current(spec)
     build_docker(spec)
     assert docker_env_current(spec) and image_id(spec.tag()) != first
+    assert image_id(first) is None  # the replaced layer does not stay behind on the disk
 
     with open_sandbox(Path(tmp_path), backend="docker", image=spec.tag()) as sb:
         r = sb.exec("python -c \"import iniconfig, sys; print(iniconfig.__cached__)\" && "
