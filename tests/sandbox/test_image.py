@@ -68,10 +68,12 @@ def _copy_base(tag: str, *changes: str) -> str:
 
 @pytest.mark.docker
 def test_base_image_has_cpythons_test_package_and_fixrls_pytest(docker_available, tmp_path):
-    """Tests that import `test.support` (import_helper, os_helper) run on Docker as on the
-    local backend, under the same pytest version."""
+    """Tests that import `test.support` (import_helper, os_helper) or CPython's own test modules
+    (configargparse runs `test.test_argparse`, else skips those tests with only a logged error:
+    other test ids on Docker than locally) run on Docker as on the local backend, under the
+    same pytest version."""
     (tmp_path / "test_uses_support.py").write_text(
-        "from test.support import import_helper, os_helper\n\n"
+        "import test.test_argparse\nfrom test.support import import_helper, os_helper\n\n"
         "def test_it():\n    assert os_helper.TESTFN and import_helper.import_module('json')\n")
     with open_sandbox(tmp_path, backend="docker") as sb:
         version = sb.exec("python -m pytest --version && pytest --version", timeout=60)
