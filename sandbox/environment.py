@@ -265,6 +265,11 @@ def build_local(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None,
             shutil.rmtree(dest)
         os.chmod(venv, 0o755)
         venv.rename(dest)
+    # compiled at its final path by its own interpreter: sandboxes (other uids) cannot write
+    # __pycache__ there and would compile every module at every import
+    site = next((dest / "lib").glob("python3*/site-packages"))
+    _run([str(dest / "bin" / "python"), "-m", "compileall", "-q", str(site)], "compiling the packages' bytecode",
+         progress)
     _make_readable(dest)
     progress(f"built at {dest}")
     return dest

@@ -44,3 +44,16 @@ def test_packages_survive_every_reset_with_the_venv_under_tmp(tmp_path):
             assert (fork_exit, exec_exit) == (0, 0), (fork_out, exec_out)
     finally:
         shutil.rmtree(venv, ignore_errors=True)
+
+
+def test_a_local_environment_has_its_bytecode_compiled_at_its_own_path(tmp_path, monkeypatch):
+    """Sandboxes run as other uids and cannot write the environment's __pycache__: its modules
+    are compiled when it is built, at the path they are imported from."""
+    from fixrl.sandbox.environment import EnvSpec, build_local  # noqa: PLC0415 - one test's import
+
+    monkeypatch.setenv("FIXRL_ENV_DIR", str(tmp_path / "envs"))
+    dest = build_local(EnvSpec(packages=("iniconfig",)))
+    (site,) = (dest / "lib").glob("python3*/site-packages")
+    cached = list((site / "iniconfig" / "__pycache__").glob("__init__.cpython-*.pyc"))
+    assert cached, sorted(p.name for p in (site / "iniconfig").iterdir())
+    assert str(site / "iniconfig" / "__init__.py").encode() in cached[0].read_bytes()
