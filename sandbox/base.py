@@ -6,9 +6,15 @@ good) is a `SandboxError`, which callers may retry with a fresh sandbox.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+DEFAULT_IMAGE = os.environ.get("FIXRL_SANDBOX_IMAGE") or "fixrl-sandbox:base"
+"""The base image of the Docker backend (`fixrl sandbox build-image`): `FIXRL_SANDBOX_IMAGE` when
+set (read once, at import: a different tag for trying a changed recipe without replacing the
+image other runs use), else `fixrl-sandbox:base`."""
 
 WORKDIR = "/workspace"
 """Where the workspace lives inside every sandbox; relative paths are resolved against it."""

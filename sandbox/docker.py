@@ -44,7 +44,7 @@ import requests.exceptions
 import tenacity
 
 from fixrl.sandbox import shipping
-from fixrl.sandbox.base import HASH_SEED, WORKDIR, ExecResult, Limits, SandboxError
+from fixrl.sandbox.base import DEFAULT_IMAGE, HASH_SEED, WORKDIR, ExecResult, Limits, SandboxError
 from fixrl.sandbox.inside import server
 from fixrl.sandbox.workspace import Pristine, changed_candidates, diff_contents, plan_restore, read_tree
 
@@ -129,7 +129,7 @@ def require_image(image: str) -> None:
     except errors.ImageNotFound:
         raise SandboxError(
             f"Docker image {image!r} not found: build it with `fixrl sandbox build-image"
-            + ("" if image == "fixrl-sandbox:base" else f" --tag {image}") + "` "
+            + ("" if image == DEFAULT_IMAGE else f" --tag {image}") + "` "
             "(or `make image`)") from None
     except (errors.DockerException, req.RequestException) as e:
         raise SandboxError(f"Docker daemon error looking up {image!r}: {e}") from e
@@ -193,7 +193,7 @@ class _Channel:
 class DockerSandbox:
     """A sandbox in a hardened container (see module docstring)."""
 
-    def __init__(self, workspace: Path, image: str = "fixrl-sandbox:base",
+    def __init__(self, workspace: Path, image: str = DEFAULT_IMAGE,
                  limits: Limits | None = None, *, workspace_mb: int | None = None,
                  tmp_mb: int | None = None):
         """workspace_mb / tmp_mb: sizes of the two tmpfs mounts (default: a quarter of the

@@ -55,7 +55,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from fixrl.sandbox.base import WORKDIR, SandboxError
+from fixrl.sandbox.base import DEFAULT_IMAGE, WORKDIR, SandboxError
 from fixrl.sandbox.inside.env_plugins import PLUGINS_FILE
 
 TAG_PREFIX = "fixrl-env:"
@@ -90,7 +90,7 @@ class EnvSpec:
     """More requirement specifiers (e.g. `attrs>=22`, `pytest-mock`)."""
     python: str | None = None
     """`major.minor` the environment is for; None: the interpreter running fixrl's."""
-    base_image: str = "fixrl-sandbox:base"
+    base_image: str = DEFAULT_IMAGE
     """The Docker image the layer goes on."""
 
     def validate(self) -> None:
@@ -346,7 +346,8 @@ def _strip_own_code(spec: EnvSpec, stage: Path, wheel: Path) -> str:
 
 
 def build_local(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None, force: bool = False) -> Path:
-    """The local backend's virtual environment of `spec` (built unless it exists); its path."""
+    """The local backend's virtual environment of `spec` (built unless it exists), its packages'
+    bytecode compiled in; its path."""
     spec.validate()
     tag = spec.tag()
     dest = env_dir(tag)
@@ -361,6 +362,7 @@ def build_local(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None,
             progress(f"cached at {dest}")
             return dest
         _build_into(spec, tag, dest, root, progress)
+        _compile_local(dest, progress)
         _make_readable(dest)
     progress(f"built at {dest}")
     return dest
@@ -388,6 +390,19 @@ def _build_into(spec: EnvSpec, tag: str, dest: Path, root: Path, progress: Calla
         venv.rename(dest)
 
 
+def _compile_local(dest: Path, progress: Callable[[str], None]) -> None:
+    """Compile the environment's packages at their final path by its own interpreter: sandboxes
+    (other uids) cannot write __pycache__ there and would compile every module at every import.
+    A file that does not compile (a package's test data) is left as it is: see _build_image."""
+    site = next((dest / "lib").glob("python3*/site-packages"))
+    progress("compiling the packages' bytecode")
+    compiled = subprocess.run([str(dest / "bin" / "python"), "-m", "compileall", "-q", str(site)],
+                              capture_output=True, text=True, errors="replace")
+    if compiled.returncode != 0:
+        last = (compiled.stdout + compiled.stderr).strip().splitlines() or [""]
+        progress(f"  some files did not compile (exit {compiled.returncode}; last: {last[-1][:200]}); the rest did")
+
+
 def _wheel_dir(tag: str) -> Path:
     d = cache_root() / "wheels" / tag[len(TAG_PREFIX):]
     d.mkdir(parents=True, exist_ok=True)
@@ -411,28 +426,48 @@ def _make_readable(path: Path) -> None:
         parent = parent.parent
 
 
+def docker_env_current(spec: EnvSpec) -> bool:
+    """Whether the image of `spec` exists and was built on the base image as it is now (its
+    `fixrl.base` label is the base image's id): a rebuilt base image rebuilds every layer."""
+    from fixrl.sandbox.image import BASE_LABEL, image_id, image_label  # noqa: PLC0415 - the docker SDK only for Docker
+
+    base = image_id(spec.base_image)
+    return base is not None and image_label(spec.tag(), BASE_LABEL) == base
+
+
 def build_docker(spec: EnvSpec, progress: Callable[[str], None] = lambda s: None, force: bool = False) -> str:
-    """The Docker image of `spec` (a layer over `spec.base_image`, built unless it exists); its tag."""
-    from fixrl.sandbox.image import image_exists  # noqa: PLC0415 - the docker SDK only for the Docker backend
+    """The Docker image of `spec` (a layer over `spec.base_image`, built unless it exists on the
+    current base image), its packages' bytecode compiled in; its tag."""
+    from fixrl.sandbox import image as images  # noqa: PLC0415 - the docker SDK only for the Docker backend
 
     spec.validate()
     tag = spec.tag()
+    if not images.image_exists(spec.base_image):
+        raise EnvBuildError(f"the base image {spec.base_image} is missing: run `fixrl sandbox build-image`")
+    try:
+        images.require_base_image(spec.base_image)
+    except SandboxError as e:
+        raise EnvBuildError(str(e)) from None
     with _tag_lock(tag):  # see build_local
-        if image_exists(tag) and not force:
+        if docker_env_current(spec) and not force:
             progress("image exists")
             return tag
+        if images.image_exists(tag):
+            progress(f"the image was built on another {spec.base_image}: rebuilding it")
+        old = images.image_id(tag)
         _build_image(spec, tag, progress)
+        images.remove_replaced(old, tag)
     progress("image built")
     return tag
 
 
 def _build_image(spec: EnvSpec, tag: str, progress: Callable[[str], None]) -> None:
-    """Commit `spec`'s staged packages as a layer over its base image, tagged `tag`."""
-    from fixrl.sandbox.docker import client  # noqa: PLC0415 - the docker SDK only for the Docker backend
-    from fixrl.sandbox.image import image_exists  # noqa: PLC0415 - likewise
+    """Commit `spec`'s staged packages, compiled by the image's own interpreter, as a layer over
+    its base image labelled with the base image's id, tagged `tag`."""
+    from fixrl.sandbox import image as images  # noqa: PLC0415 - the docker SDK only for the Docker backend
+    from fixrl.sandbox.docker import client  # noqa: PLC0415 - likewise
 
-    if not image_exists(spec.base_image):
-        raise EnvBuildError(f"the base image {spec.base_image} is missing: run `fixrl sandbox build-image`")
+    base_id = images.image_id(spec.base_image)
     c = client()
     probe = c.containers.run(spec.base_image, ["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                              remove=True, network_mode="none")
@@ -440,19 +475,29 @@ def _build_image(spec: EnvSpec, tag: str, progress: Callable[[str], None]) -> No
     if image_py != host_python():
         raise EnvBuildError(f"the image {spec.base_image} has Python {image_py} and fixrl runs on {host_python()}: "
                             "wheels are resolved for fixrl's interpreter; run fixrl with the image's Python version")
+    site = f"/usr/local/lib/python{image_py}/dist-packages"
     with tempfile.TemporaryDirectory(prefix="fixrl-env-") as tmp:
         stage = Path(tmp) / "site"
         _stage(spec, stage, _wheel_dir(tag), progress)
         _make_readable(stage)
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:  # paths from / : the folder may not exist yet
-            tar.add(stage, arcname=f"usr/local/lib/python{image_py}/dist-packages", filter=_root_owned)
-        progress(f"committing the layer over {spec.base_image}")
-        box = c.containers.create(spec.base_image, ["true"], network_disabled=True)
+            tar.add(stage, arcname=site.lstrip("/"), filter=_root_owned)
+        progress(f"compiling the packages' bytecode and committing the layer over {spec.base_image}")
+        # compiled by the image's own interpreter, at the paths sandboxes import them from: no
+        # sandbox (whose root is read-only) compiles them again at every import
+        box = c.containers.create(spec.base_image, ["python3", "-m", "compileall", "-q", site],
+                                  network_disabled=True)
         try:
             box.put_archive("/", buf.getvalue()) or _fail_put()
+            box.start()
+            status = box.wait().get("StatusCode")
+            if status != 0:  # a file that is not Python 3 (a package's test data): bytecode is
+                # only a saving, and what does not compile here fails the same way if imported
+                last = (box.logs().decode(errors="replace").strip().splitlines() or [""])[-1]
+                progress(f"  some files did not compile (exit {status}; last: {last[:200]}); the rest did")
             repo, _, version = tag.rpartition(":")
-            box.commit(repository=repo, tag=version)
+            box.commit(repository=repo, tag=version, changes=[f"LABEL {images.BASE_LABEL}={base_id}"])
         finally:
             box.remove(force=True)
 

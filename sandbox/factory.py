@@ -3,15 +3,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fixrl.sandbox.base import Limits, Sandbox, SandboxConfigError
+from fixrl.sandbox.base import DEFAULT_IMAGE, Limits, Sandbox, SandboxConfigError
 from fixrl.sandbox.docker import DockerSandbox
 from fixrl.sandbox.environment import env_python, is_env_tag
 from fixrl.sandbox.local import LocalSandbox
 
 BACKENDS = ("local", "docker")
-
-DEFAULT_IMAGE = "fixrl-sandbox:base"
-"""The base image: Debian bookworm minbase with python3 and pytest (`fixrl sandbox build-image`)."""
 
 
 def image_unsupported(backend: str, image: str | None) -> str | None:
@@ -31,9 +28,11 @@ def require_images(backend: str, images: set[str | None]) -> None:
     if backend != "docker":
         return
     from fixrl.sandbox.docker import require_image  # noqa: PLC0415 - the docker SDK only for the Docker backend
+    from fixrl.sandbox.image import require_base_image  # noqa: PLC0415 - likewise
 
     for image in sorted({i or DEFAULT_IMAGE for i in images}):
         require_image(image)
+    require_base_image(DEFAULT_IMAGE)  # a base image of another recipe would score checks differently
 
 
 def open_sandbox(workspace: Path, backend: str = "local", image: str | None = None,

@@ -274,9 +274,9 @@ def build_environment(env: dict[str, Any] | None, src: Path, backend: str, suite
 
 def _is_built(spec: EnvSpec, backend: str) -> bool:
     if backend == "docker":
-        from fixrl.sandbox.image import image_exists  # noqa: PLC0415 - the docker SDK only for the Docker backend
+        from fixrl.sandbox.environment import docker_env_current  # noqa: PLC0415 - the docker SDK only for Docker
 
-        return image_exists(spec.tag())
+        return docker_env_current(spec)
     return (env_dir(spec.tag()) / "bin" / "python").exists()
 
 

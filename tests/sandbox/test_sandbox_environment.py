@@ -7,7 +7,10 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import zipfile
 from pathlib import Path
+
+import pytest
 
 HERE = Path(__file__).resolve().parent
 # What the probe's sandbox needs of the interpreter: pytest and what it imports.
@@ -44,3 +47,56 @@ def test_packages_survive_every_reset_with_the_venv_under_tmp(tmp_path):
             assert (fork_exit, exec_exit) == (0, 0), (fork_out, exec_out)
     finally:
         shutil.rmtree(venv, ignore_errors=True)
+
+
+def test_a_local_environment_has_its_bytecode_compiled_at_its_own_path(tmp_path, monkeypatch):
+    """Sandboxes run as other uids and cannot write the environment's __pycache__: its modules
+    are compiled when it is built, at the path they are imported from."""
+    from fixrl.sandbox.environment import EnvSpec, build_local  # noqa: PLC0415 - one test's import
+
+    monkeypatch.setenv("FIXRL_ENV_DIR", str(tmp_path / "envs"))
+    dest = build_local(EnvSpec(packages=("iniconfig",)))
+    (site,) = (dest / "lib").glob("python3*/site-packages")
+    cached = list((site / "iniconfig" / "__pycache__").glob("__init__.cpython-*.pyc"))
+    assert cached, sorted(p.name for p in (site / "iniconfig").iterdir())
+    assert str(site / "iniconfig" / "__init__.py").encode() in cached[0].read_bytes()
+
+
+def _wheel_with_python2_data(root: Path) -> Path:
+    """A wheel whose package ships a file that is not Python 3 (test data, as some wheels do)."""
+    files = {"oldpkg/__init__.py": "ANSWER = 42\n", "oldpkg/data/py2.py": 'print "not python 3"\n',
+             "oldpkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: oldpkg\nVersion: 1.0\n",
+             "oldpkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = "".join(f"{name},,\n" for name in files) + "oldpkg-1.0.dist-info/RECORD,,\n"
+    root.mkdir(parents=True, exist_ok=True)
+    wheel = root / "oldpkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for name, text in {**files, "oldpkg-1.0.dist-info/RECORD": record}.items():
+            z.writestr(name, text)
+    return wheel
+
+
+@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_an_environment_whose_package_has_a_file_that_does_not_compile_still_builds(tmp_path, monkeypatch,
+                                                                                     backend, request):
+    """Bytecode is only a saving: a file that does not compile is left as it is, the rest is compiled."""
+    from fixrl.sandbox import open_sandbox  # noqa: PLC0415 - one test's import
+    from fixrl.sandbox.environment import EnvSpec, build_environment  # noqa: PLC0415 - likewise
+
+    if backend == "docker":
+        request.getfixturevalue("docker_available")
+    monkeypatch.setenv("FIXRL_ENV_DIR", str(tmp_path / "envs"))
+    spec = EnvSpec(packages=(str(_wheel_with_python2_data(tmp_path / "wheels")),))
+    lines: list[str] = []
+    tag = build_environment(spec, backend, lines.append)
+    try:
+        assert any("did not compile" in line for line in lines), lines
+        (tmp_path / "ws").mkdir()
+        with open_sandbox(tmp_path / "ws", backend=backend, image=tag) as sb:
+            r = sb.exec("python -c 'import oldpkg; print(oldpkg.ANSWER, oldpkg.__cached__)' && "
+                        "python -c 'import os, oldpkg; print(os.listdir(os.path.dirname(oldpkg.__cached__)))'",
+                        timeout=60)
+        assert r.exit_code == 0 and "42" in r.output and "__init__.cpython-3" in r.output, r.output
+    finally:
+        if backend == "docker":
+            subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
