@@ -398,15 +398,16 @@ def _visible_helper(st, path, name):
     """Whether `path` (inside the repository) is a helper module of its tests that the agent
     could read as it is: a Python source under a tests directory, or its byte-code, that is
     neither named like a test (test_*, *_test, conftest) nor a hidden check file nor the
-    byte-code of one, nor the same file as one under another name (a symlink or hard link:
-    compared by device and inode), nor anything written under a tests directory during this
-    run. Changed code may read such a file (jinja2's `PackageLoader("res")` imports the
-    package tests/res/ that its test names): the agent's workspace holds the whole buggy
-    repository, tests included, its `read` tool shows them, and its diff never carries a test
-    path (`tasks.is_test_path`), so the check sees the very bytes the agent could read and the
-    read leaks nothing. Not guaranteed: a helper that a hidden test imports and changes in
-    memory (its module object) is reachable anyway (the package docstring's sys.modules hole);
-    writes into a tests directory through a directory descriptor (dir_fd) are not recorded."""
+    byte-code of one, nor written under a tests directory during this run, nor (it or its
+    source) the same file as one of those under another name (a symlink or hard link, a
+    directory link: compared by device and inode). Changed code may read such a file
+    (jinja2's `PackageLoader("res")` imports the package tests/res/ that its test names): the
+    agent's workspace holds the whole buggy repository, tests included, its `read` tool shows
+    them, and its diff never carries a test path (`tasks.is_test_path`), so the check sees the
+    very bytes the agent could read and the read leaks nothing. Not guaranteed: a helper that
+    a hidden test imports and changes in memory (its module object) is reachable anyway (the
+    package docstring's sys.modules hole); writes into a tests directory through a directory
+    descriptor (dir_fd) are not recorded."""
     if name.endswith(".pyc"):
         stem = name.split(".", 1)[0]  # __init__.cpython-311.pyc, or a legacy __init__.pyc
         folder = path.rsplit("/", 1)[0]
@@ -419,18 +420,22 @@ def _visible_helper(st, path, name):
         return False
     if stem.startswith("test_") or stem.endswith("_test") or stem in _TEST_NAMES:
         return False
-    if not _in_test_dir(path, st.root) or {path, source} & (st.hidden | st.written_in_tests):
+    closed = st.hidden | st.written_in_tests
+    if not _in_test_dir(path, st.root) or {path, source} & closed:
         return False
-    try:
-        info = st.stat(path)
-    except OSError:
-        return True  # not there (the import system tries a __pycache__ file first): nothing to read
-    for hidden in st.hidden:
+    files = set()  # a file not there (the import system tries __pycache__ first) has nothing to read
+    for p in (path, source):
         try:
-            other = st.stat(hidden)
+            info = st.stat(p)
         except OSError:
             continue
-        if (other.st_dev, other.st_ino) == (info.st_dev, info.st_ino):
+        files.add((info.st_dev, info.st_ino))
+    for other in closed:
+        try:
+            info = st.stat(other)
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) in files:
             return False
     return True
 
