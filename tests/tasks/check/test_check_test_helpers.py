@@ -58,7 +58,7 @@ def judge(pool, tmp_path: Path, source: str, *, compiled: bool = False, hidden: 
     is the agent's change of BUGGY. The repository holds the helper package tests/res/ (its
     secret.py is also a hidden check file, with other text); `compiled`: its byte-code is made
     in the sandbox first (what a setup's `compileall` leaves); `alias`: tests/res/alias.py is
-    the repository's own symlink to the hidden test module."""
+    the repository's own symlink to the hidden test module, tests/res/here one to its folder."""
     ws = write_repo(tmp_path / "ws")
     (ws / "calc.py").write_text(source)
     (ws / "tests" / "res").mkdir(parents=True)
@@ -67,6 +67,7 @@ def judge(pool, tmp_path: Path, source: str, *, compiled: bool = False, hidden: 
     (ws / "tests" / "conftest.py").write_text("")
     if alias:
         os.symlink("../test_hidden.py", ws / "tests" / "res" / "alias.py")
+        os.symlink(".", ws / "tests" / "res" / "here")
     files = {"tests/test_hidden.py": hidden, "tests/res/secret.py": SECRET_HIDDEN}
     task = Task.model_validate(fix_task("t", repo=str(ws), check={"files": files, "timeout": 30}))
     with pool.acquire(ws) as sb:
@@ -118,11 +119,13 @@ def test_test_files_other_than_visible_helpers_stay_closed(pool, tmp_path, name)
     assert r.tests.get(HIDDEN_TESTS[0]) != "passed", r.tests
 
 
-def test_a_helper_that_is_the_hidden_test_under_another_name_stays_closed(pool, tmp_path):
-    """The repository's own symlink tests/res/alias.py -> ../test_hidden.py: the same file as
-    a hidden one (device and inode), whatever its name says."""
-    r = judge(pool, tmp_path, cheat("open('tests/res/alias.py').read()\n"), alias=True)
-    assert r.outcome == "fail" and "opened the test file tests/res/alias.py" in r.reason, (r.reason, r.output[-1500:])
+@pytest.mark.parametrize("path", ["tests/res/alias.py", "tests/res/here/secret.py"])
+def test_a_helper_that_is_a_hidden_file_under_another_name_stays_closed(pool, tmp_path, path):
+    """The repository's own links: tests/res/alias.py -> ../test_hidden.py, and the directory
+    tests/res/here -> . (here/secret.py is the hidden secret.py): the same file as a hidden
+    one (device and inode), whatever its path says."""
+    r = judge(pool, tmp_path, cheat(f"open({path!r}).read()\n"), alias=True)
+    assert r.outcome == "fail" and f"opened the test file {path}" in r.reason, (r.reason, r.output[-1500:])
 
 
 MAKES_HELPER = textwrap.dedent("""\
