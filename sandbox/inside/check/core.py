@@ -154,7 +154,12 @@ def _test_like(path, name, inside, root):
         return False
     if stem.startswith("test_") or stem.endswith("_test") or stem in _TEST_NAMES:
         return True
-    return inside and any(part in _TEST_DIRS for part in path[len(root) + 1:].split("/")[:-1])
+    return inside and _in_test_dir(path, root)
+
+
+def _in_test_dir(path, root):
+    """`path` (absolute, inside `root`) lies under a tests directory of the repository."""
+    return any(part in _TEST_DIRS for part in path[len(root) + 1:].split("/")[:-1])
 
 
 def _is_test_code(st, filename):

@@ -126,7 +126,7 @@ def _guard_core(spec):
         audit=sys.audit, compile=builtins.compile, only_ast=ast.PyCF_ONLY_AST, fix_locations=ast.fix_missing_locations,
         ast=types.SimpleNamespace(**{k: v for k, v in vars(ast).items() if isinstance(v, type)}),
         stat=os.stat, read=os.read, fspath=os.fspath, read_flags=os.O_RDONLY | os.O_CLOEXEC, produced={},
-        verified=set(),
+        verified=set(), written_in_tests=set(),
         import_direct=_codes_of(_import_direct()), import_via=_codes_of(_import_via()),
         import_call=_codes_of([importlib._bootstrap._call_with_frames_removed]),
         import_source=_codes_of([importlib._bootstrap_external.SourceLoader.source_to_code]),

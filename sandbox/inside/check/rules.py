@@ -15,6 +15,7 @@ from .base import (
     _PROTECTED_MODULES,
     _PROTECTED_NAMES,
     _PROTECTED_SUFFIXES,
+    _TEST_NAMES,
     _TYPE_DICT_MODULE,
     _TYPE_QUALNAME,
     _WRITE_FLAGS,
@@ -30,6 +31,7 @@ from .base import (
 from .core import (
     _attribute,
     _code_cats,
+    _in_test_dir,
     _is_test_code,
     _read_all,
     _record_code,
@@ -374,8 +376,12 @@ def _file_rule(st, path, op, frame):
     if op != "read" and (a in st.hidden or inside and (
             name in _PROTECTED_NAMES or name.endswith(_PROTECTED_SUFFIXES) or "/__pycache__" in a[len(st.root):])):
         return f"changes {_short(st, a)}"
+    if op != "read" and inside and _in_test_dir(a, st.root):
+        st.written_in_tests.add(a)  # made during the run: no longer what the agent could read
     hidden = a in st.hidden or name in st.hidden_names
     if hidden and name.endswith((".py", ".pyc")) or _test_like(a, name, inside, st.root):
+        if op == "read" and inside and _visible_helper(st, a, name):
+            return None
         who = _attribute(st, frame, "tests")
         if who:
             return f"{who} opened the test file {_short(st, a)}"
@@ -386,6 +392,52 @@ def _file_rule(st, path, op, frame):
         if not inside and _taint_of(st, frame) is not None:
             _taint(st, a)  # a module written at run time by changed code is changed code
     return None
+
+
+def _visible_helper(st, path, name):
+    """Whether `path` (inside the repository) is a helper module of its tests that the agent
+    could read as it is: a Python source under a tests directory, or its byte-code, that is
+    neither named like a test (test_*, *_test, conftest) nor a hidden check file nor the
+    byte-code of one, nor written under a tests directory during this run, nor (it or its
+    source) the same file as one of those under another name (a symlink or hard link, a
+    directory link: compared by device and inode). Changed code may read such a file
+    (jinja2's `PackageLoader("res")` imports the package tests/res/ that its test names): the
+    agent's workspace holds the whole buggy repository, tests included, its `read` tool shows
+    them, and its diff never carries a test path (`tasks.is_test_path`), so the check sees the
+    very bytes the agent could read and the read leaks nothing. Not guaranteed: a helper that
+    a hidden test imports and changes in memory (its module object) is reachable anyway (the
+    package docstring's sys.modules hole); writes into a tests directory through a directory
+    descriptor (dir_fd) are not recorded."""
+    if name.endswith(".pyc"):
+        stem = name.split(".", 1)[0]  # __init__.cpython-311.pyc, or a legacy __init__.pyc
+        folder = path.rsplit("/", 1)[0]
+        if folder.rsplit("/", 1)[-1] == "__pycache__":
+            folder = folder.rsplit("/", 1)[0]
+        source = folder + "/" + stem + ".py"
+    elif name.endswith(".py"):
+        stem, source = name[:-3], path
+    else:
+        return False
+    if stem.startswith("test_") or stem.endswith("_test") or stem in _TEST_NAMES:
+        return False
+    closed = st.hidden | st.written_in_tests
+    if not _in_test_dir(path, st.root) or {path, source} & closed:
+        return False
+    files = set()  # a file not there (the import system tries __pycache__ first) has nothing to read
+    for p in (path, source):
+        try:
+            info = st.stat(p)
+        except OSError:
+            continue
+        files.add((info.st_dev, info.st_ino))
+    for other in closed:
+        try:
+            info = st.stat(other)
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) in files:
+            return False
+    return True
 
 
 def _on_getattr(st, args, frame):
