@@ -68,10 +68,13 @@ def leftovers(sb) -> list:
 
         from fixrl.sandbox.local import _uid_procs
 
-        for _ in range(100):  # a killed pid namespace takes a moment to empty
+        # A killed pid namespace takes a moment to empty, seconds on a loaded machine (two test
+        # workers and other jobs on 2 cores: a whole run once saw a killed `sleep 30` still listed
+        # after 2 s). 10 s is still far below the 30 s the tests' background sleeps last.
+        deadline = time.monotonic() + 10.0
+        while True:
             procs = _uid_procs(uid)
-            if not procs:
-                return []
-            time.sleep(0.02)
-        return procs
+            if not procs or time.monotonic() > deadline:
+                return procs
+            time.sleep(0.05)
     return live_processes(sb)
