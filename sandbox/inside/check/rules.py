@@ -457,9 +457,37 @@ def _on_getattr(st, args, frame):
             code = None
         filename = code.co_filename if type(code) is _CODE else ""
         if filename and _is_test_code(st, filename):
+            if kind is _FRAME and name == "f_code" and _site_verdict(st, "locate", frame, _code_located):
+                return None
             who = _attribute(st, frame, "tests")
             return f"{who} read the code of a test ({name})" if who else None
     return None
+
+
+def _code_located(ops, code, lasti):
+    """Whether the `frame.f_code` read at `lasti` in `code` learns only where the code is: its
+    result goes straight to one `_CODE_LOCATION` attribute (`frame.f_code.co_filename`, as
+    python-dateutil's importer-stacklevel walk and traceback's summaries read it), or into a
+    local that is only ever read that way (`co = f.f_code; co.co_name`). The code object --
+    whose constants hold a test's expected values -- never leaves the instruction: not
+    returned, passed, stored elsewhere, nor read for `co_consts`. `getattr(frame, "f_code")` is
+    a call, not this instruction, and stays judged by who is on the stack."""
+    ins = _instructions(ops, code.co_code)
+    at = next((k for k in range(len(ins) - 1, -1, -1) if ins[k][0] <= lasti), None)
+    if at is None or ins[at][1] != ops.load_attr or _attr_name(ops, code, ins, at) != "f_code":
+        return False
+    if _location_read(ops, code, ins, at + 1):
+        return True
+    if at + 1 >= len(ins) or ins[at + 1][1] != ops.store_fast:
+        return False
+    var = ins[at + 1][2]
+    uses = [k for k, (_, op, arg) in enumerate(ins) if arg == var and op in ops.haslocal and op not in ops.rebinds]
+    return all(ins[k][1] in ops.load_fast and _location_read(ops, code, ins, k + 1) for k in uses)
+
+
+def _location_read(ops, code, ins, k):
+    """Whether instruction k reads a `_CODE_LOCATION` attribute of the value on top of the stack."""
+    return k < len(ins) and ins[k][1] == ops.load_attr and _attr_name(ops, code, ins, k) in _CODE_LOCATION
 
 
 def _on_setattr(st, args, frame):
