@@ -154,7 +154,7 @@ def _timed_out(test_cmd: str, result: JobResult | None) -> str:
             f"pytest-timeout (`--timeout=60`)")
 
 
-def first_error_line(failure: Failure | None) -> str:
+def _crash_line(failure: Failure | None) -> str:
     """The first non-empty line of a failed test's crash message ('' when it has none)."""
     message = failure.message if failure is not None else ""
     return next((line.strip() for line in message.splitlines() if line.strip()), "")[:300]
@@ -197,7 +197,7 @@ def _check_baseline(runs: list[TestRun | None], test_cmd: str, results: list[Job
             f"repository (e.g. {failing[0]}), more than --max-baseline-failures {max_failures:g} of them; "
             f"fix them, exclude them from --test-cmd (e.g. `--deselect {failing[0]}`) or raise "
             "--max-baseline-failures")
-    excluded = {n: first_error_line(first.failures.get(n)) for n in failing}  # type: ignore[union-attr]
+    excluded = {n: _crash_line(first.failures.get(n)) for n in failing}  # type: ignore[union-attr]
     if excluded:
         log.warning("%d test(s) fail on the unmodified repository (excluded from every check): %s", len(excluded),
                     ", ".join(failing[:5]))

@@ -230,9 +230,11 @@ def _read_text(sb: Any, path: str) -> str | None:
 
 
 def _read_json(sb: Any, path: str) -> dict | None:
+    """A JSON object the plugins wrote; None when missing, unreadable or not an object."""
+    text = _read_text(sb, path)
     try:
-        data = json.loads(sb.read_file(path))
-    except (FileNotFoundError, IsADirectoryError, PermissionError, UnicodeDecodeError, json.JSONDecodeError, OSError):
+        data = json.loads(text) if text is not None else None
+    except json.JSONDecodeError:
         return None
     return data if isinstance(data, dict) else None
 
