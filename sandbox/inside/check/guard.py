@@ -97,7 +97,7 @@ def _install_guard(spec, active=True):
     vault = g["_emitter"](st)
     next(vault)
     if active:
-        g["_wrap_modules"]()
+        st.compile_code = g["_wrap_modules"]()
         sys.addaudithook(hook)
     return vault.send
 
@@ -110,7 +110,7 @@ def _guard_core(spec):
         modules=sys.modules,
         hidden_names={p.rsplit("/", 1)[-1] for p in spec["hidden"]},
         fifo=spec["workdir"] + "/" + EVENTS_NAME, tainted={}, cache={}, thread_taint={}, busy=set(),
-        sealed={}, type_cache={}, code_taint={}, last_made={}, made_untrusted={},
+        sealed={}, type_cache={}, code_taint={}, last_made={}, made_untrusted={}, compile_code=None, compiling={},
         gc_callbacks=gc.callbacks, gc_callbacks_before=list(gc.callbacks),
         main=_thread.get_ident(), pid=os.getpid(), gc_depth=0, gc_was=True, builtins={},
         gc_isenabled=gc.isenabled, gc_disable=gc.disable, gc_enable=gc.enable,

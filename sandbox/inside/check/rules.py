@@ -521,8 +521,14 @@ def _code_rule(st, event):
     per file name, and applied by identity when the code is run (exec) or made into a function
     (`function.__new__`, a `__code__` assignment). A real file name made at run time by changed
     code is tainted as a whole; the import system and pytest's rewriter, compiling what they
-    read from disk, are exempt."""
+    read from disk, are exempt. A syntax tree's compile names no file: builtins.compile is
+    a wrapper (`wrappers._guarded_compile`) that reports the code object it made, and that
+    object is recorded by identity ("fixrl.compiled"); marshal.loads has no such report and
+    stays refused to changed code without "exec"."""
     def judge(args, frame):
+        wrapper = None
+        if event == "compile" and frame.f_code is st.compile_code and frame.f_back is not None:
+            wrapper, frame = frame, frame.f_back  # builtins.compile's wrapper: its caller compiles
         made = args[0] if event in ("exec", "function.__new__") and type(args[0]) is _CODE else None
         if event == "exec" and made is not None and made.co_name == "<module>":
             why = _hidden_module_run(st, made)
@@ -548,8 +554,13 @@ def _code_rule(st, event):
             return None
         if cats is None:
             return None
+        if filename is None and "exec" not in cats:
+            if wrapper is None:
+                return "loads code objects (marshal) from changed code"
+            st.compiling[id(wrapper)] = (wrapper, cats)  # recorded when the wrapper reports it
+            return None
         if filename is None:
-            return None if "exec" in cats else "loads code objects (marshal) from changed code"
+            return None
         before = st.made_untrusted.get(filename)
         st.made_untrusted[filename] = cats if before is None else before & cats
         if filename[:1] != "<" and "exec" not in cats:
@@ -720,6 +731,15 @@ def _custom_rules(st):
         box.append(True)
         return None
 
+    def compiled(args, frame):
+        # The compile wrapper's report of the code object it made from a syntax tree (see
+        # `_code_rule`). Anyone may raise the event; only the wrapper call whose compile was
+        # judged, by its frame, is heard.
+        entry = st.compiling.pop(id(frame), None) if frame is not None and frame.f_code is st.compile_code else None
+        if entry is not None and entry[0] is frame and type(args[0]) is _CODE:
+            _record_code(st, args[0], entry[1])
+        return None
+
     def pidfd(args, frame):
         name, fargs, fkwargs, box = args
         who = _attribute(st, frame, "process")
@@ -729,7 +749,7 @@ def _custom_rules(st):
         return None
 
     return {"fixrl.thread": start_thread, "fixrl.signal": set_signal, "fixrl.finalize": finalize,
-            "fixrl.mknod": make_node, "fixrl.pidfd": pidfd,
+            "fixrl.mknod": make_node, "fixrl.pidfd": pidfd, "fixrl.compiled": compiled,
             "fixrl.create_builtin": builtin(st.create_builtin), "fixrl.exec_builtin": builtin(st.exec_builtin),
             **_value_rules(st)}
 

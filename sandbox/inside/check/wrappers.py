@@ -118,18 +118,44 @@ def assert_method(self, *args, **kwargs):
 """
 _ORIGINAL_SENTINEL = "\x00fixrl: original\x00"
 
+_COMPILE_TEMPLATE = """
+def compile(*args, **kwargs):
+    made = None
+    try:
+        made = "\\x00fixrl: original\\x00".__call__(*args, **kwargs)
+    finally:
+        "\\x00fixrl: sys.audit\\x00".__call__("fixrl.compiled", made)
+    return made
+"""
+
 
 def _guarded_assert(original):
     """`unittest.TestCase.assert*` that has the guard judge its first two arguments (the values
     compared) before the original runs. Both sys.audit and the original are constants of its
     code: nothing reachable from it (globals, defaults, cells) changes what it calls."""
-    module = compile(_UNITTEST_TEMPLATE, "<fixrl-check>", "exec", dont_inherit=True)
+    return _with_constants(_UNITTEST_TEMPLATE, original)
+
+
+def _with_constants(template, original):
+    """The one function `template` defines, with sys.audit and `original` put in place of their
+    sentinels among its constants: nothing reachable from it (globals, defaults, cells)
+    changes what it calls."""
+    module = compile(template, "<fixrl-check>", "exec", dont_inherit=True)
     code = next(c for c in module.co_consts if type(c) is _CODE)
     code = code.replace(co_consts=tuple(sys.audit if c == _AUDIT_SENTINEL else original if c == _ORIGINAL_SENTINEL
                                         else c for c in code.co_consts), co_name=original.__name__)
     wrapper = _FUNCTION(code, {"__builtins__": {}}, original.__name__)
     wrapper.__qualname__, wrapper.__doc__ = original.__qualname__, original.__doc__
     return wrapper
+
+
+def _guarded_compile(original):
+    """builtins.compile that reports the code it made ("fixrl.compiled"). Compiling a syntax
+    tree raises an audit event that names no file, so the code it makes could not be told
+    apart later: with the report, the guard records that very code object as changed code's
+    when changed code was on the stack (werkzeug's URL rules compile a tree they build, called
+    from a changed flask module)."""
+    return _with_constants(_COMPILE_TEMPLATE, original)
 
 
 def _wrap_unittest():
@@ -140,6 +166,7 @@ def _wrap_unittest():
 
 
 def _wrap_modules():
+    """Install the wrappers; the code of the compile wrapper (the guard knows its frames by it)."""
     _wrap_unittest()
     rewrite = importlib.import_module("_pytest.assertion.rewrite")
     rewrite._rewrite_test = _detached(_rewrite_test)
@@ -154,6 +181,8 @@ def _wrap_modules():
         os.pidfd_open = posix.pidfd_open = _detached(_pidfd, NAME="os.pidfd_open")
     if hasattr(_signal, "pidfd_send_signal"):
         signal.pidfd_send_signal = _signal.pidfd_send_signal = _detached(_pidfd, NAME="signal.pidfd_send_signal")
+    builtins.compile = _guarded_compile(builtins.compile)
+    return builtins.compile.__code__
 
 
 def _seal(st, obj, names):
