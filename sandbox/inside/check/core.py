@@ -59,7 +59,7 @@ def _attribute(st, frame, cat):
     f = frame
     while f is not None:
         code = f.f_code
-        if code in sinks:
+        if code in sinks and not _captures_locals(f):
             return None
         cats = _code_cats(st, code)
         if cats is None and cat == "frames" and cat in st.own.get(_abspath(code.co_filename, st.root), ()):
@@ -71,6 +71,16 @@ def _attribute(st, frame, cat):
     if cats is not None and cat not in cats:
         return "a thread started by changed code"
     return None
+
+
+def _captures_locals(frame):
+    """Whether a traceback sink's call was asked for the local values of the frames it walks
+    (`capture_locals`, anything but False): their reprs would reach its caller -- a test
+    callback's closure (`lambda r: r.value == expected`) made to raise by changed code, walked
+    by `StackSummary.extract(walk_tb(tb), capture_locals=True)`. Such a call is no sink."""
+    if "capture_locals" not in frame.f_code.co_varnames:
+        return False
+    return frame.f_locals.get("capture_locals", False) is not False
 
 
 def _taint_of(st, frame):

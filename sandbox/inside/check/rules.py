@@ -467,11 +467,16 @@ def _on_getattr(st, args, frame):
 def _code_located(ops, code, lasti):
     """Whether the `frame.f_code` read at `lasti` in `code` learns only where the code is: its
     result goes straight to one `_CODE_LOCATION` attribute (`frame.f_code.co_filename`, as
-    python-dateutil's importer-stacklevel walk and traceback's summaries read it), or into a
-    local that is only ever read that way (`co = f.f_code; co.co_name`). The code object --
+    python-dateutil's importer-stacklevel walk reads it), or into a local that is only ever
+    read that way (`co = f.f_code; co.co_name`, logging's `findCaller`). The code object --
     whose constants hold a test's expected values -- never leaves the instruction: not
-    returned, passed, stored elsewhere, nor read for `co_consts`. `getattr(frame, "f_code")` is
-    a call, not this instruction, and stays judged by who is on the stack."""
+    returned, passed, stored elsewhere, nor read for `co_consts`. A function that reads any
+    frame's `f_locals` (traceback's summaries with `capture_locals`) is not judged so: the
+    frame whose code it locates is in its hands, and its locals have no audit event.
+    `getattr(frame, "f_code")` is a call, not this instruction, and stays judged by who is on
+    the stack."""
+    if "f_locals" in code.co_names:
+        return False
     ins = _instructions(ops, code.co_code)
     at = next((k for k in range(len(ins) - 1, -1, -1) if ins[k][0] <= lasti), None)
     if at is None or ins[at][1] != ops.load_attr or _attr_name(ops, code, ins, at) != "f_code":

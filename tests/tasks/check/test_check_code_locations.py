@@ -83,3 +83,46 @@ def test_changed_code_reaching_a_tests_code_object_is_stopped(pool, tmp_path, at
     r = judge(pool, tmp_path, ATTACKS[attack])
     assert r.outcome == "fail"
     assert "read the code of a test" in r.reason, (r.reason, r.output[-1500:])
+
+
+# A test callback closing over its expected value, made to raise by changed code: its frame's
+# locals are in the traceback. traceback's summaries may read the frame's code for where it is,
+# but asked for the locals (`capture_locals`) they are no sink: the frame read is the caller's.
+PICK = textwrap.dedent("""\
+    import traceback
+
+
+    def pick(pred):
+        try:
+            pred(None)
+        except AttributeError as e:
+            {leak}
+        return None
+""")
+PICK_BUGGY = PICK.format(leak="return len(traceback.format_exception(e)) - 99")
+PICK_LEAKS = {
+    "extract": "stack = traceback.StackSummary.extract(traceback.walk_tb(e.__traceback__), "
+               "capture_locals=True, lookup_lines=False)\n        return int(stack[-1].locals['expected'])",
+    "exception": "te = traceback.TracebackException.from_exception(e, capture_locals=True, lookup_lines=False)\n"
+                 "        return int(te.stack[-1].locals['expected'])",
+}
+PICK_HIDDEN = textwrap.dedent("""\
+    from calc import pick
+
+
+    def test_pick():
+        expected = 7
+        assert pick(lambda r: r.value == expected) == 7
+""")
+
+
+@pytest.mark.parametrize("leak", sorted(PICK_LEAKS))
+def test_a_traceback_summary_asked_for_a_tests_locals_is_stopped(pool, tmp_path, leak):
+    ws = write_repo(tmp_path / "ws", {"calc.py": PICK.format(leak=PICK_LEAKS[leak])})
+    check = {"files": {"tests/test_hidden.py": PICK_HIDDEN}, "tests": ["tests/test_hidden.py::test_pick"],
+             "timeout": 30}
+    task = Task.model_validate(fix_task("t", repo=str(ws), check=check))
+    with pool.acquire(ws) as sb:
+        r = run_check(task, sb, guard=spec_for({"calc.py": (PICK_BUGGY, None)}))
+    assert r.outcome == "fail", (r.reason, r.tests)
+    assert "took a frame" in r.reason or "read the code of a test" in r.reason, (r.reason, r.output[-1500:])
