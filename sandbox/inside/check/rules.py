@@ -465,12 +465,15 @@ def _on_getattr(st, args, frame):
 
 
 def _code_located(ops, code, lasti):
-    """Whether the `frame.f_code` read at `lasti` in `code` learns only where the code is: its
-    result goes straight to one `_CODE_LOCATION` attribute (`frame.f_code.co_filename`, as
+    """Whether the `frame.f_code` read at `lasti` in `code` learns only which file the code is
+    in: its result goes straight to `co_filename` (`frame.f_code.co_filename`, as
     python-dateutil's importer-stacklevel walk reads it), or into a local that is only ever
-    read that way (`co = f.f_code; co.co_name`, logging's `findCaller`). The code object --
-    whose constants hold a test's expected values -- never leaves the instruction: not
-    returned, passed, stored elsewhere, nor read for `co_consts`. A function that reads any
+    read that way. The file name is what `warnings.warn(stacklevel=N)` already tells (see
+    docs/edit-rules.md); a test's name (`co_name`, `co_qualname`) or its first line says which
+    behaviour the test wants (logging's `findCaller` returns them to its caller), so those
+    stay judged. The code object -- whose constants hold a test's expected values -- never
+    leaves the instruction: not returned, passed, stored elsewhere, nor read for
+    `co_consts`. A function that reads any
     frame's `f_locals` (traceback's summaries with `capture_locals`) is not judged so: the
     frame whose code it locates is in its hands, and its locals have no audit event.
     `getattr(frame, "f_code")` is a call, not this instruction, and stays judged by who is on
@@ -491,8 +494,8 @@ def _code_located(ops, code, lasti):
 
 
 def _location_read(ops, code, ins, k):
-    """Whether instruction k reads a `_CODE_LOCATION` attribute of the value on top of the stack."""
-    return k < len(ins) and ins[k][1] == ops.load_attr and _attr_name(ops, code, ins, k) in _CODE_LOCATION
+    """Whether instruction k reads `co_filename` of the value on top of the stack."""
+    return k < len(ins) and ins[k][1] == ops.load_attr and _attr_name(ops, code, ins, k) == "co_filename"
 
 
 def _on_setattr(st, args, frame):
