@@ -193,6 +193,8 @@ def _plain_of(st, value, expected, budget, memo, keep):
     if tp in _EXACT_CONTAINERS:
         return _rebuilt(st, value, tp, tp, expected, budget, memo)
     mro = _mro(tp)
+    if keep and not _c_type(_resolved(mro, "__contains__")[0] or object):
+        return value  # a container type with its own membership test (werkzeug's Accept, a list of pairs)
     owner, eq = _resolved(mro, "__eq__")
     for base in _EXACT_CONTAINERS:
         if base in mro and owner is base:
