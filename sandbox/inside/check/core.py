@@ -156,15 +156,25 @@ def _test_like(path, name, inside, root):
     """Test code: a Python source or byte-code file named like a test or a conftest, or inside
     the repository's tests directories. (Data files there are not: tests pass their paths to
     the code under test.)"""
-    if name.endswith(".pyc"):
-        stem = name.split(".", 1)[0]  # test_x.cpython-311-pytest-9.2.0.pyc
-    elif name.endswith(".py"):
-        stem = name[:-3]
-    else:
+    stem = _module_stem(name)
+    if stem is None:
         return False
-    if stem.startswith("test_") or stem.endswith("_test") or stem in _TEST_NAMES:
-        return True
-    return inside and _in_test_dir(path, root)
+    return _test_named(stem) or inside and _in_test_dir(path, root)
+
+
+def _module_stem(name):
+    """The module name of a Python source or byte-code file name (test_x.py, and
+    test_x.cpython-311-pytest-9.2.0.pyc or a legacy test_x.pyc: test_x); None for other files."""
+    if name.endswith(".pyc"):
+        return name.split(".", 1)[0]
+    if name.endswith(".py"):
+        return name[:-3]
+    return None
+
+
+def _test_named(stem):
+    """Whether a module is named like a test or a conftest."""
+    return stem.startswith("test_") or stem.endswith("_test") or stem in _TEST_NAMES
 
 
 def _in_test_dir(path, root):

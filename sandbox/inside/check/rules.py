@@ -15,7 +15,6 @@ from .base import (
     _PROTECTED_MODULES,
     _PROTECTED_NAMES,
     _PROTECTED_SUFFIXES,
-    _TEST_NAMES,
     _TYPE_DICT_MODULE,
     _TYPE_QUALNAME,
     _WRITE_FLAGS,
@@ -33,12 +32,14 @@ from .core import (
     _code_cats,
     _in_test_dir,
     _is_test_code,
+    _module_stem,
     _read_all,
     _record_code,
     _short,
     _taint,
     _taint_of,
     _test_like,
+    _test_named,
     _untrusted_cats,
 )
 from .equal import _BUDGET, _decided, _plain_of
@@ -408,18 +409,15 @@ def _visible_helper(st, path, name):
     a hidden test imports and changes in memory (its module object) is reachable anyway (the
     package docstring's sys.modules hole); writes into a tests directory through a directory
     descriptor (dir_fd) are not recorded."""
+    stem = _module_stem(name)
+    if stem is None or _test_named(stem):
+        return False
+    source = path
     if name.endswith(".pyc"):
-        stem = name.split(".", 1)[0]  # __init__.cpython-311.pyc, or a legacy __init__.pyc
         folder = path.rsplit("/", 1)[0]
         if folder.rsplit("/", 1)[-1] == "__pycache__":
             folder = folder.rsplit("/", 1)[0]
         source = folder + "/" + stem + ".py"
-    elif name.endswith(".py"):
-        stem, source = name[:-3], path
-    else:
-        return False
-    if stem.startswith("test_") or stem.endswith("_test") or stem in _TEST_NAMES:
-        return False
     closed = st.hidden | st.written_in_tests
     if not _in_test_dir(path, st.root) or {path, source} & closed:
         return False
