@@ -2,7 +2,8 @@
 files: `pyproject.toml` (dependencies, test extras, PEP 735 dependency groups with
 `include-group`), `setup.cfg`, `setup.py` (literal `install_requires` / `extras_require` only),
 requirement files (one per pip-compile family: `_requirement_files`) and `tox.ini`'s test
-dependencies; with a `uv.lock`, what it names is pinned to the locked versions. `tasks
+dependencies; with a `uv.lock`, what it names is pinned to the locked versions. A repository
+whose tests read installed metadata (`importlib.metadata`) is installed itself. `tasks
 generate`, `tasks new` and `tasks import-swebench` write what it finds into the suite.
 
 What it does NOT guarantee: that the list is complete (dependencies computed at build time by
@@ -372,6 +373,36 @@ def _pin_from_lock(repo: Path, env: dict[str, Any]) -> None:
             have.add(_project_of(pinned))
 
 
+_METADATA_READ = re.compile(r"\b(importlib\.metadata|importlib_metadata|pkg_resources)\b"
+                            r"|\bfrom importlib import metadata\b")
+_PACKAGING = ("pyproject.toml", "setup.py", "setup.cfg")
+
+
+def _metadata_readers(repo: Path, env: dict[str, Any]) -> None:
+    """An installable repository whose tests read installed distributions' metadata
+    (`importlib.metadata.version("click")`, `pkg_resources`) is installed itself: with no
+    other dependency, its tests would find the metadata only where something else happened to
+    install the package (fixrl's own interpreter has click; the Docker image has not, and click
+    8.5.1's tests/test_deprecations.py did not collect there)."""
+    if env["install"] or not any((repo / name).is_file() for name in _PACKAGING):
+        return
+    for path in _test_sources(repo):
+        try:
+            if _METADATA_READ.search(path.read_text(encoding="utf-8", errors="replace")):
+                env["install"] = True
+                return
+        except OSError:
+            continue
+
+
+def _test_sources(repo: Path) -> list[Path]:
+    """The repository's test modules and conftests (test directories, and test-named files at
+    the top), sorted."""
+    found = {p for d in ("test", "tests", "testing") if (repo / d).is_dir() for p in (repo / d).rglob("*.py")}
+    found |= {p for p in repo.glob("*.py") if p.name.startswith("test") or p.name == "conftest.py"}
+    return sorted(found)
+
+
 def _project_of(requirement: str) -> str:
     try:
         return _normal(Requirement(requirement).name)
@@ -384,7 +415,7 @@ def detect_environment(repo: Path) -> dict[str, Any] | None:
     dependency beyond pytest (the sandbox's own interpreter then serves, as before)."""
     repo = Path(repo)
     env: dict[str, Any] = {"install": False, "extras": [], "requirements": [], "packages": [], "named": []}
-    for read in (_pyproject, _setup_cfg, _setup_py, _requirement_files, _tox):
+    for read in (_pyproject, _setup_cfg, _setup_py, _requirement_files, _tox, _metadata_readers):
         read(repo, env)
     env["extras"] = list(dict.fromkeys(env["extras"]))
     env["packages"] = [p for p in dict.fromkeys(env["packages"]) if not _ONLY_PYTEST.match(p)]

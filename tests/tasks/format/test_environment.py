@@ -330,3 +330,19 @@ def test_two_processes_building_one_environment_build_it_once(tmp_path):
     assert [p.returncode for p in procs] == [0, 0], outs
     said = sorted(("built at" in err, "cached at" in err) for _, err in outs)
     assert said == [(False, True), (True, False)], outs  # one built, the other found it built
+
+
+def test_a_repository_whose_tests_read_installed_metadata_is_installed(tmp_path):
+    """click 8.5.1: no dependency, but tests/test_deprecations.py calls
+    `importlib.metadata.version("click")` at import; without the repository installed it does
+    not collect (the Docker image has no click; fixrl's own interpreter happens to have one)."""
+    repo = tmp_path / "click"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "pyproject.toml").write_text('[project]\nname = "click"\nversion = "1"\n')
+    (repo / "tests" / "test_plain.py").write_text("def test_x():\n    pass\n")
+    assert detect_environment(repo) is None
+    (repo / "tests" / "test_deprecations.py").write_text("import importlib.metadata\n\n"
+                                                        "VERSION = importlib.metadata.version('click')\n")
+    assert detect_environment(repo) == {"install": True}
+    (repo / "pyproject.toml").unlink()
+    assert detect_environment(repo) is None, "nothing to install"
