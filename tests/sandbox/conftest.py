@@ -74,6 +74,24 @@ LEAKED_KEY = "fixrl_leaked_containers"
 the controller fails the run on them (tests/conftest.py, `pytest_testnodedown`)."""
 
 
+def _session_containers(session: str, wait_s: float = 30.0) -> list[str]:
+    """The containers of this session still there after up to `wait_s`: a closed sandbox's
+    container may still be in the daemon's removal (auto_remove, "removal already in progress")
+    for seconds on a loaded machine; one that stays is a leak."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=fixrl.session={session}"],
+                                  capture_output=True, text=True, timeout=60).stdout.split()
+        except (OSError, subprocess.SubprocessError):
+            return []
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(1)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """After the whole session (every fixture of every folder torn down), no container this
     process started may remain: a leak fails the run. Each process (an xdist worker) counts only
@@ -83,11 +101,7 @@ def pytest_sessionfinish(session, exitstatus):
     left: list[str] = []
     sd = sys.modules.get("fixrl.sandbox.docker")
     if sd is not None and sd._client is not None:  # a DockerSandbox was made in this process
-        try:
-            left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=fixrl.session={sd.SESSION}"],
-                                   capture_output=True, text=True, timeout=60).stdout.split()
-        except (OSError, subprocess.SubprocessError):
-            pass
+        left = _session_containers(sd.SESSION)
     if not left:
         return
     workeroutput = getattr(session.config, "workeroutput", None)
