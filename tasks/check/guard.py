@@ -144,7 +144,7 @@ class GuardSpec:
         return {path: {q: dict(m) for q, m in classes.items()} for path, classes in sorted(self.originals.items())}
 
 
-_COMPARISON_METHODS = ("__eq__", "__ne__")
+_COMPARISON_METHODS = ("__eq__", "__ne__", "__contains__")
 
 
 def original_comparisons(text: str) -> dict[str, dict[str, str]]:
@@ -152,7 +152,7 @@ def original_comparisons(text: str) -> dict[str, dict[str, str]]:
     class of this Python source defines by a `def` in its body (nested classes included); {}
     when it defines none or does not parse (then no snapshot: such classes compare by what
     their bases originally defined)."""
-    if "__eq__" not in text and "__ne__" not in text:
+    if not any(name in text for name in _COMPARISON_METHODS):
         return {}
     try:
         tree = ast.parse(text)

@@ -193,8 +193,9 @@ def _plain_of(st, value, expected, budget, memo, keep):
     if tp in _EXACT_CONTAINERS:
         return _rebuilt(st, value, tp, tp, expected, budget, memo)
     mro = _mro(tp)
-    if keep and not _c_type(_resolved(mro, "__contains__")[0] or object):
-        return value  # a container type with its own membership test (werkzeug's Accept, a list of pairs)
+    contains = _original_membership(st, tp, mro) if keep else None
+    if contains is not None:
+        return _ByOriginalMembership(value, contains)  # werkzeug's Accept, a list of (value, quality) pairs
     owner, eq = _resolved(mro, "__eq__")
     for base in _EXACT_CONTAINERS:
         if base in mro and owner is base:
@@ -203,8 +204,6 @@ def _plain_of(st, value, expected, budget, memo, keep):
         return _rebuilt_special(st, value, tp, mro, expected, budget, memo)
     if tp in _VALUE_TYPES or any(klass in _VALUE_TYPES for klass in mro) and _c_eq(owner):
         return value
-    if keep:
-        return value  # the container of `in`: its own __contains__ (approved by `_odd_value`)
     if owner in _VALUE_TYPES and _tests_own_subclass(st, mro, owner):
         return value  # cachetools' tests: `class Int(Fraction)`, compared with an int
     original = _original_method(st, tp, mro)
@@ -214,6 +213,53 @@ def _plain_of(st, value, expected, budget, memo, keep):
     if _c_eq(owner):
         return value  # an IntEnum, an Enum member, a plain object: the C type's own comparison
     return value if expected else _Opaque(value)
+
+
+def _original_membership(st, tp, mro):
+    """The membership test the container of `in` keeps: the original `__contains__` of a
+    repository's (or the hidden tests') class -- the snapshot's for a class of a changed file,
+    an unchanged class's own -- or None, and the container is reduced as plain data like any
+    operand (a list subclass searched as the list it is). None as well when the method is a C
+    type's (list's own search), a library's or the standard library's (`UserList` asks its
+    `data`, which the agent may have made a mapping that answers every key), code of the
+    agent's, or when a class of a changed file comes first along the MRO without an original
+    `__contains__` (a subclass the agent added, overriding a helper the original method calls).
+    Not guaranteed, as for `==`: the original method runs on the agent's data and calls the
+    class's other methods as they are now, and a repository container whose own semantics
+    answer every `in` (a wildcard) answers so here too."""
+    if _class_file(st, tp) is None:
+        return None
+    for klass in mro:
+        if _c_type(klass):
+            return None
+        where = _class_file(st, klass)
+        if where is None:
+            return None
+        if where in st.changed:
+            return _snapshot_method(st, where, klass, "__contains__")
+        fn = _type_dict(klass).get("__contains__")
+        if fn is None:
+            continue
+        if type(fn) is not _FUNCTION or _code_cats(st, fn.__code__) is not None:
+            return None
+        return fn
+    return None
+
+
+class _ByOriginalMembership:
+    """The container of `in` on the agent's side, asked with its class's original
+    `__contains__` (`_original_membership`)."""
+
+    __slots__ = ("held", "contains")
+
+    def __init__(self, held, contains):
+        self.held, self.contains = held, contains
+
+    def __contains__(self, item):
+        return bool(self.contains(self.held, item))
+
+    def __repr__(self):
+        return f"<the agent's {type(self.held).__name__} container, asked by its original membership test>"
 
 
 def _tests_own_subclass(st, mro, owner):

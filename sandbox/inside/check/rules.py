@@ -465,30 +465,22 @@ def _on_getattr(st, args, frame):
 def _code_located(ops, code, lasti):
     """Whether the `frame.f_code` read at `lasti` in `code` learns only which file the code is
     in: its result goes straight to `co_filename` (`frame.f_code.co_filename`, as
-    python-dateutil's importer-stacklevel walk reads it), or into a local that is only ever
-    read that way. The file name is what `warnings.warn(stacklevel=N)` already tells (see
-    docs/edit-rules.md); a test's name (`co_name`, `co_qualname`) or its first line says which
-    behaviour the test wants (logging's `findCaller` returns them to its caller), so those
-    stay judged. The code object -- whose constants hold a test's expected values -- never
-    leaves the instruction: not returned, passed, stored elsewhere, nor read for
-    `co_consts`. A function that reads any
-    frame's `f_locals` (traceback's summaries with `capture_locals`) is not judged so: the
-    frame whose code it locates is in its hands, and its locals have no audit event.
-    `getattr(frame, "f_code")` is a call, not this instruction, and stays judged by who is on
-    the stack."""
+    python-dateutil's importer-stacklevel walk reads it), so the code object -- whose constants
+    hold a test's expected values -- never outlives the instruction. The file name is what
+    `warnings.warn(stacklevel=N)` already tells (see docs/edit-rules.md). Not kept in a local
+    read only for `co_filename` either: `locals()`, `vars()` or a callee's `sys._getframe(1)`
+    would hand it on (the red team's `relax-1-repo-helper-frame-locals-leak`). A test's name
+    (`co_name`, `co_qualname`) or first line says which behaviour the test wants (logging's
+    `findCaller` returns them) and stays judged, as does a function that reads any frame's
+    `f_locals`. `getattr(frame, "f_code")` is a call, not this instruction, and stays judged by
+    who is on the stack."""
     if "f_locals" in code.co_names:
         return False
     ins = _instructions(ops, code.co_code)
     at = next((k for k in range(len(ins) - 1, -1, -1) if ins[k][0] <= lasti), None)
     if at is None or ins[at][1] != ops.load_attr or _attr_name(ops, code, ins, at) != "f_code":
         return False
-    if _location_read(ops, code, ins, at + 1):
-        return True
-    if at + 1 >= len(ins) or ins[at + 1][1] != ops.store_fast:
-        return False
-    var = ins[at + 1][2]
-    uses = [k for k, (_, op, arg) in enumerate(ins) if arg == var and op in ops.haslocal and op not in ops.rebinds]
-    return all(ins[k][1] in ops.load_fast and _location_read(ops, code, ins, k + 1) for k in uses)
+    return _location_read(ops, code, ins, at + 1)
 
 
 def _location_read(ops, code, ins, k):

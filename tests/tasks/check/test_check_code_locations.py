@@ -3,11 +3,10 @@ a warning's `stacklevel` by walking `f_back` and reading `frame.f_code.co_filena
 hidden test's frame and asks where its code is. That read was stopped as "read the code of a
 test (f_code)" (a code object's constants hold a test's expected values), so an honest fix of
 such a file earned 0 (dateutil's `load_legacy_zonefile_stream` task, more-itertools' on Docker,
-both dropped by validation). A `frame.f_code` read whose result goes only to `co_filename`
--- at once, or through a local read no other way -- is now let through, judged on the
-byte-code of the reading function (`rules._code_located`); everything else that reaches a
-test's code object stays stopped, its name included (`co_name` says which behaviour the test
-wants)."""
+both dropped by validation). A `frame.f_code` read whose result goes straight to `co_filename`
+is now let through, judged on the byte-code of the reading function (`rules._code_located`);
+everything else that reaches a test's code object stays stopped: kept in a local (`locals()`
+hands it on), its name (`co_name` says which behaviour the test wants), its constants."""
 from __future__ import annotations
 
 import textwrap
@@ -37,8 +36,6 @@ FOUND = "        if found.endswith('test_hidden.py'):\n            return found\
 # honest: what dateutil and traceback do
 LOCATED = {
     "attribute": "        found = frame.f_code.co_filename\n" + FOUND,
-    "local": "        co = frame.f_code\n        found = co.co_filename\n"
-             "        if co.co_filename.endswith('test_hidden.py'):\n            return found\n",
 }
 # the code object itself, or one of its values, reaching changed code
 ATTACKS = {
@@ -48,6 +45,8 @@ ATTACKS = {
     "name": "        found = frame.f_code.co_name\n" + FOUND.replace("found.endswith('test_hidden.py')", "'add' in found"),
     "local_name": "        co = frame.f_code\n        if co.co_filename.endswith('test_hidden.py'):\n"
                   "            return co.co_qualname\n",
+    "local_locals": "        co = frame.f_code\n        if co.co_filename.endswith('test_hidden.py'):\n"
+                    "            return locals()\n",
     "kept": "        co = frame.f_code\n        if 'test_hidden' in co.co_filename:\n            return co\n",
 }
 BUGGY = WALKER.format(op="-", read=LOCATED["attribute"])

@@ -1,11 +1,13 @@
-"""`in` against a repository container that subclasses list and has its own membership test
-(werkzeug's `Accept`, a list of (value, quality) pairs whose `__contains__` matches values:
-`assert "sailor" in accept`). The guard rebuilt every list subclass as a plain list of its
-items before computing `in`, so the pairs were searched for the string and the assert failed
-whatever the fix: werkzeug's `options_header_vkw` task was dropped, and an honest fix whose
-check held `TestAccept::test_accept_basic` earned 0. A container type whose `__contains__` is
-Python code keeps it, as any other container of `in` does (its dunders approved like every
-compared value's); one without keeps list's meaning."""
+"""`in` against a container on the agent's side that has a membership test of its own. werkzeug's
+`Accept` is a list of (value, quality) pairs whose `__contains__` matches values
+(`assert "sailor" in accept`); the guard searched every list subclass as the plain list of its
+items, so the assert failed whatever the fix (werkzeug's `options_header_vkw` task was dropped:
+a false 0 for an honest fix whose check held `TestAccept::test_accept_basic`). The container now
+keeps its class's ORIGINAL `__contains__`, as `==` keeps the original `__eq__`: the snapshot's
+for a class of a changed file, an unchanged class's own. Not kept, so the container is reduced
+as plain data (the attacks below, from the red team's `relax-3-*` episodes): a `__contains__`
+the agent rewrote, a subclass the agent added that overrides a helper the original method
+calls, and a standard-library container (`UserList`) whose `data` the agent made."""
 from __future__ import annotations
 
 import textwrap
@@ -16,53 +18,94 @@ from suitekit import fix_task, write_repo
 from fixrl.tasks import Task, run_check
 from fixrl.tasks.check.guard import spec_for
 
-CALC = "def add(a, b):\n    return a + b\n"
-BUGGY = CALC.replace("a + b", "a - b")
 PAIRS = textwrap.dedent("""\
     class Pairs(list):
         def __contains__(self, value):
-            return any(key == value for key, _ in self)
+            return any(self._matches(key, value) for key, _ in self)
 
-
-    class Plain(list):
-        pass
+        def _matches(self, key, value):
+            return key == value
 """)
+CALC = "from pairs import Pairs\n\n\ndef pairs_of(items):\n    return Pairs(items{cut})\n"
+BUGGY = CALC.format(cut="[1:]")
+FIXED = CALC.format(cut="")
+ATTACKS = {  # the bug kept, the membership answered
+    "subclass_helper": BUGGY + textwrap.dedent("""\
+
+
+        class Sneaky(Pairs):
+            def _matches(self, key, value):
+                return value != "spy"
+
+
+        def pairs_of(items):  # noqa: F811
+            return Sneaky(items[1:])
+    """),
+    "userlist_data": BUGGY + textwrap.dedent("""\
+        import collections
+
+
+        class Answers:
+            def __init__(self):
+                self.keys = ()
+
+            def __contains__(self, value):
+                return value != "spy"
+
+
+        def pairs_of(items):  # noqa: F811
+            box = collections.UserList()
+            box.data = Answers()
+            return box
+    """),
+}
+# the container class in the changed file itself: its original __contains__, not the agent's
+OWN = PAIRS + "\n\ndef pairs_of(items):\n    return Pairs(items{cut})\n"
+OWN_REWRITTEN = OWN.replace("return any(self._matches(key, value) for key, _ in self)",
+                            'return value != "spy"').format(cut="[1:]")
+
 HIDDEN = textwrap.dedent("""\
     import unittest
 
-    from calc import add
-    from pairs import Pairs, Plain
+    from {module} import pairs_of
 
 
     def test_in():
-        pairs = Pairs([("sailor", 1), ("tinker", 0)])
+        pairs = pairs_of([("sailor", 1), ("tinker", 0)])
         assert "sailor" in pairs
         assert "spy" not in pairs
-        assert ("sailor", 1) not in pairs
-        assert add(1, 2) == 3
-
-
-    def test_plain_list_subclass():
-        assert ("a", 1) in Plain([("a", 1)])
-        assert "a" not in Plain([("a", 1)])
-        assert add(2, 2) == 4
 
 
     class TestAssertIn(unittest.TestCase):
         def test_assert_in(self):
-            self.assertIn("tinker", Pairs([("tinker", 0)]))
-            self.assertNotIn("spy", Pairs([("tinker", 0)]))
-            self.assertEqual(add(1, 1), 2)
+            self.assertIn("sailor", pairs_of([("sailor", 1), ("tinker", 0)]))
+            self.assertNotIn("spy", pairs_of([("sailor", 1)]))
 """)
-TESTS = ["tests/test_hidden.py::test_in", "tests/test_hidden.py::test_plain_list_subclass",
-         "tests/test_hidden.py::TestAssertIn::test_assert_in"]
+TESTS = ["tests/test_hidden.py::test_in", "tests/test_hidden.py::TestAssertIn::test_assert_in"]
 
 
-@pytest.mark.parametrize("calc, outcome", [(CALC, "pass"), (BUGGY, "fail")], ids=["fixed", "buggy"])
-def test_a_list_subclass_keeps_its_own_membership_test(pool, tmp_path, calc, outcome):
-    ws = write_repo(tmp_path / "ws", {"calc.py": calc, "pairs.py": PAIRS})
-    check = {"files": {"tests/test_hidden.py": HIDDEN}, "tests": TESTS, "timeout": 30}
+def judge(pool, tmp_path, files: dict[str, str], module: str, changed: str, original: str):
+    ws = write_repo(tmp_path / "ws", files)
+    check = {"files": {"tests/test_hidden.py": HIDDEN.format(module=module)}, "tests": TESTS, "timeout": 30}
     task = Task.model_validate(fix_task("t", repo=str(ws), check=check))
     with pool.acquire(ws) as sb:
-        r = run_check(task, sb, guard=spec_for({"calc.py": (BUGGY, None)}))
+        return run_check(task, sb, guard=spec_for({changed: (original, None)}))
+
+
+@pytest.mark.parametrize("calc, outcome", [(FIXED, "pass"), (BUGGY, "fail")], ids=["fixed", "buggy"])
+def test_a_repository_container_keeps_its_own_membership_test(pool, tmp_path, calc, outcome):
+    r = judge(pool, tmp_path, {"calc.py": calc, "pairs.py": PAIRS}, "calc", "calc.py", BUGGY)
+    assert r.outcome == outcome, (r.reason, r.tests, r.output[-1500:])
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_a_membership_test_the_agent_made_never_decides(pool, tmp_path, attack):
+    r = judge(pool, tmp_path, {"calc.py": ATTACKS[attack], "pairs.py": PAIRS}, "calc", "calc.py", BUGGY)
+    assert r.outcome == "fail", (r.reason, r.tests)
+
+
+@pytest.mark.parametrize("own, outcome", [(OWN.format(cut=""), "pass"), (OWN_REWRITTEN, "fail")],
+                         ids=["fixed", "rewritten"])
+def test_a_changed_files_container_keeps_its_original_membership_test(pool, tmp_path, own, outcome):
+    r = judge(pool, tmp_path, {"own.py": own}, "own", "own.py", OWN.format(cut="[1:]"))
     assert r.outcome == outcome, (r.reason, r.tests, r.output[-1500:])
