@@ -553,6 +553,8 @@ def _code_rule(st, event):
         if cats is None:
             return None
         if filename is None and "exec" not in cats:
+            if wrapper is None and event == "compile":
+                return "compiles a syntax tree past builtins.compile (the code made cannot be followed)"
             if wrapper is None:
                 return "loads code objects (marshal) from changed code"
             st.compiling[id(wrapper)] = (wrapper, cats)  # recorded when the wrapper reports it
