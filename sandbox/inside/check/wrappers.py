@@ -136,15 +136,17 @@ def _guarded_assert(original):
     return _with_constants(_UNITTEST_TEMPLATE, original)
 
 
-def _with_constants(template, original):
+def _with_constants(template, original, builtins_of=None):
     """The one function `template` defines, with sys.audit and `original` put in place of their
     sentinels among its constants: nothing reachable from it (globals, defaults, cells)
-    changes what it calls."""
+    changes what it calls. `builtins_of`: the builtins its frames show to C code they call
+    (none by default; a C original that may import -- compile, whose warnings and codecs do --
+    needs the interpreter's)."""
     module = compile(template, "<fixrl-check>", "exec", dont_inherit=True)
     code = next(c for c in module.co_consts if type(c) is _CODE)
     code = code.replace(co_consts=tuple(sys.audit if c == _AUDIT_SENTINEL else original if c == _ORIGINAL_SENTINEL
                                         else c for c in code.co_consts), co_name=original.__name__)
-    wrapper = _FUNCTION(code, {"__builtins__": {}}, original.__name__)
+    wrapper = _FUNCTION(code, {"__builtins__": {} if builtins_of is None else builtins_of}, original.__name__)
     wrapper.__qualname__, wrapper.__doc__ = original.__qualname__, original.__doc__
     return wrapper
 
@@ -155,7 +157,7 @@ def _guarded_compile(original):
     apart later: with the report, the guard records that very code object as changed code's
     when changed code was on the stack (werkzeug's URL rules compile a tree they build, called
     from a changed flask module)."""
-    return _with_constants(_COMPILE_TEMPLATE, original)
+    return _with_constants(_COMPILE_TEMPLATE, original, builtins)
 
 
 def _wrap_unittest():
