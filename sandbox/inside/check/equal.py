@@ -193,7 +193,7 @@ def _plain_of(st, value, expected, budget, memo, keep):
     if tp in _EXACT_CONTAINERS:
         return _rebuilt(st, value, tp, tp, expected, budget, memo)
     mro = _mro(tp)
-    contains = _original_membership(st, tp, mro) if keep else None
+    contains = _original_membership(st, mro) if keep else None
     if contains is not None:
         return _ByOriginalMembership(value, contains)  # werkzeug's Accept, a list of (value, quality) pairs
     owner, eq = _resolved(mro, "__eq__")
@@ -215,7 +215,7 @@ def _plain_of(st, value, expected, budget, memo, keep):
     return value if expected else _Opaque(value)
 
 
-def _original_membership(st, tp, mro):
+def _original_membership(st, mro):
     """The membership test the container of `in` keeps: the original `__contains__` of a
     repository's (or the hidden tests') class -- the snapshot's for a class of a changed file,
     an unchanged class's own -- or None, and the container is reduced as plain data like any
@@ -226,9 +226,8 @@ def _original_membership(st, tp, mro):
     `__contains__` (a subclass the agent added, overriding a helper the original method calls).
     Not guaranteed, as for `==`: the original method runs on the agent's data and calls the
     class's other methods as they are now, and a repository container whose own semantics
-    answer every `in` (a wildcard) answers so here too."""
-    if _class_file(st, tp) is None:
-        return None
+    answer every `in` (a wildcard) answers so here too. (The value's own class is `mro[0]`: one
+    neither the repository's nor the tests' stops the walk at once.)"""
     for klass in mro:
         if _c_type(klass):
             return None

@@ -93,7 +93,8 @@ def _held(st, node, counter):
             value[:] = [_held(st, v, counter) if isinstance(v, a.AST) else v for v in value]
         elif isinstance(value, a.AST):
             setattr(node, field, _held(st, value, counter))
-    if name not in _HELD or type(getattr(node, "ctx", None) or a.Load()) is not a.Load:
+    ctx = getattr(node, "ctx", None)  # a call has none; a stored attribute or subscript is no value
+    if name not in _HELD or ctx is not None and type(ctx) is not a.Load:
         return node
     counter[0] += 1
     return a.Call(a.Attribute(a.Name(_KEEP, a.Load()), "setdefault", a.Load()), [a.Constant(counter[0]), node], [])
