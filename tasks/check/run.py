@@ -55,7 +55,7 @@ from fixrl.sandbox.base import HASH_SEED, SandboxError
 from fixrl.sandbox.forking import ZygoteDied
 from fixrl.sandbox.inside.check.base import FRAME_TAG, JUNIT_NAME, LAUNCHER_PREFIX, REPORT_NAME
 from fixrl.tasks.format.loader import field_text
-from fixrl.tasks.format.pytest_command import PytestCommand, parse_pytest_command
+from fixrl.tasks.format.pytest_command import PytestCommand, addopts_override, parse_pytest_command
 
 if TYPE_CHECKING:
     from fixrl.sandbox.base import ExecResult, Sandbox
@@ -248,7 +248,7 @@ def _run_check(task: Task, sb: Sandbox, answer: str | None, paths_cleared: bool,
               "changed": guard.to_wire() if guard is not None else {}, "hidden": sorted(check.files),
               "own": guard.own_wire() if guard is not None else {},
               "originals": guard.originals_wire() if guard is not None else {},
-              "guard": guarded}
+              "guard": guarded, "addopts": addopts_override(parsed.args)}
     if isinstance(sb, PythonForker) and sb.forking:
         fork_env = _fork_env(parsed, answer)
         if fork_env is not None:
@@ -316,9 +316,10 @@ def _run_forked(task: Task, sb: PythonForker, config: dict, env: dict[str, str])
 
 
 def _pytest_args(parsed: PytestCommand, junit_path: str) -> list[str]:
-    """The check's own pytest arguments plus ours: no cache, no repository addopts, the
-    repository as rootdir, test modules compiled through pytest's import hook (where the guard
-    compiles them), a JUnit report to cross-check the runner's."""
+    """The check's own pytest arguments plus ours: no cache, no configured addopts (the runner
+    puts back the part that chooses tests: `sandbox/inside/check/addopts.py`), the repository
+    as rootdir, test modules compiled through pytest's import hook (where the guard compiles
+    them), a JUnit report to cross-check the runner's."""
     return list(parsed.args) + ["-p", "no:cacheprovider", "-o", "addopts=", "--rootdir=.", "--assert=rewrite",
                                 f"--junitxml={junit_path}"]
 

@@ -84,3 +84,22 @@ def parse_pytest_command(command: str) -> PytestCommand | None:
     if i + 1 < len(tokens) and tokens[i] == "-m" and tokens[i + 1] == "pytest":
         return PytestCommand(env, head, flags, tokens[i + 2:])
     return None
+
+
+def addopts_override(args: list[str]) -> str | None:
+    """The value of the last `-o addopts=...` / `--override-ini=addopts=...` among pytest's
+    `args` (which replaces the configuration file's `addopts`, as in pytest), or None."""
+    found = None
+    for i, a in enumerate(args):
+        if a in ("-o", "--override-ini"):
+            value = args[i + 1] if i + 1 < len(args) else ""
+        elif a.startswith("--override-ini="):
+            value = a[len("--override-ini="):]
+        elif a.startswith("-o") and not a.startswith("--"):
+            value = a[2:]
+        else:
+            continue
+        key, eq, rest = value.partition("=")
+        if eq and key.strip() == "addopts":
+            found = rest
+    return found

@@ -18,6 +18,7 @@ import pytest
 
 from ..env_plugins import environment_plugins
 from ..warmup import preload_pytest, warm_pytest
+from .addopts import repository_addopts
 from .base import EVENTS_NAME, EXIT_GRACE, FRAME_TAG, JUNIT_NAME, LAUNCHER_PREFIX, REPORT_NAME, _abspath
 from .guard import _install_guard, _watched_classes
 from .plugin import _Plugin
@@ -26,7 +27,8 @@ from .verdict import build_report
 preload_pytest()  # imported by every run anyway: before any fork, not in each check
 
 
-def supervise(args, workdir, pythonpath=(), changed=None, hidden=(), guard=True, own=None, originals=None):
+def supervise(args, workdir, pythonpath=(), changed=None, hidden=(), guard=True, own=None, originals=None,
+              addopts=None):
     """Run pytest with `args` on the working directory in a judged child process; write the
     report (see the module docstring) and print its frame last; the child's exit status.
     `changed`: repository path -> guard categories its original uses; `hidden`: the check's
@@ -34,8 +36,10 @@ def supervise(args, workdir, pythonpath=(), changed=None, hidden=(), guard=True,
     (only `fixrl bench check` does, to measure what the guard costs); `own`: unchanged
     repository files -> the categories they perform themselves (see `_attribute`);
     `originals`: changed files -> class qualname -> the original comparison methods' sources
-    (`equal._original_in_mro`)."""
+    (`equal._original_in_mro`); `addopts`: the command's own `-o addopts=` value, None when it
+    has none (the repository's configuration then gives them: `addopts.repository_addopts`)."""
     _make_private(workdir)
+    args = [*repository_addopts(args, os.getcwd(), addopts), *args]
     fifo = os.path.join(workdir, EVENTS_NAME)
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     hold = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # no EOF between the child's writes
