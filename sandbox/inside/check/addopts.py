@@ -23,7 +23,13 @@ from __future__ import annotations
 import os
 import shlex
 
+import iniconfig  # pytest's own ini parser: values read as pytest reads them
 import pytest
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11: pytest itself needs tomli there
+    import tomli as tomllib
 
 from .base import _abspath
 
@@ -35,17 +41,11 @@ _SHORT = {o for o in _VALUED if len(o) == 2}
 
 
 def _toml(path):
-    try:
-        import tomllib
-    except ImportError:  # Python < 3.11: pytest itself needs tomli there
-        import tomli as tomllib
     with open(path, "rb") as f:
         return tomllib.load(f)
 
 
 def _ini_section(path, section):
-    import iniconfig  # pytest's own ini parser, so values read as pytest reads them
-
     ini = iniconfig.IniConfig(path)
     return dict(ini[section].items()) if section in ini else None
 
@@ -118,5 +118,5 @@ def repository_addopts(args, cwd, override):
     configuration file's."""
     try:
         return kept(shlex.split(override) if override is not None else configured(args, cwd))
-    except (OSError, ValueError, ImportError):  # a file pytest cannot read either: it says why
+    except (OSError, ValueError, iniconfig.ParseError):  # a file pytest cannot read either: it says why
         return []
