@@ -161,14 +161,16 @@ def _record(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
-def write_wheel(path: Path) -> Path:
-    """`fixrl_probe_plugin` 1.0: one module with a fixture, registered as a `pytest11` plugin."""
-    info = "fixrl_probe_plugin-1.0.dist-info"
+def write_wheel(path: Path, module: str = "fixrl_probe_plugin", source: str = PROBE_PLUGIN,
+                entry: str = "probe") -> Path:
+    """`module` 1.0 (`fixrl_probe_plugin`: one module with a fixture), registered as the
+    `pytest11` plugin `entry`."""
+    info = f"{module}-1.0.dist-info"
     files = {
-        "fixrl_probe_plugin.py": PROBE_PLUGIN.encode(),
-        f"{info}/METADATA": b"Metadata-Version: 2.1\nName: fixrl-probe-plugin\nVersion: 1.0\n",
+        f"{module}.py": source.encode(),
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 1.0\n".encode(),
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: fixrl-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        f"{info}/entry_points.txt": b"[pytest11]\nprobe = fixrl_probe_plugin\n",
+        f"{info}/entry_points.txt": f"[pytest11]\n{entry} = {module}\n".encode(),
     }
     record = "\n".join([_record(n, d) for n, d in files.items()] + [f"{info}/RECORD,,", ""])
     path.parent.mkdir(parents=True, exist_ok=True)

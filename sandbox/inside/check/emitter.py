@@ -70,6 +70,7 @@ def _request(st, op, event):
         st.snapshot = (groups, {False: _fast(groups, False), True: _fast(groups, True)})
         return None
     if op == "check":
+        st.collected = True
         pytest_only = event.get("pytest_only", False)
         bad = _diff(st.snapshot, pytest_only, st) if st.snapshot else ["no snapshot was taken"]
         if pytest_only:
@@ -78,6 +79,18 @@ def _request(st, op, event):
             _send(st, {"e": "tamper", "what": "the test machinery (pytest, unittest or builtins) was modified: "
                        + ", ".join(bad[:5]) + f" ({event.get('where', '?')})"})
         return bool(bad)
+    if op in ("mark", "adopt") and st.collected:  # pytest configures its plugins before collecting
+        _send(st, {"e": "tamper", "what": f"the guard was asked to {op} machinery changes after collection"})
+        return None
+    if op == "mark":  # an environment plugin's pytest_configure is about to run (plugin.py)
+        st.marked = _changes(st.snapshot[0]) if st.snapshot else None
+        return None
+    if op == "adopt":  # ... and has run: what it changed is the machinery from now on
+        if st.snapshot and st.marked is not None:
+            groups = _adopted(st.snapshot[0], st.marked)
+            st.snapshot = (groups, {False: _fast(groups, False), True: _fast(groups, True)})
+        st.marked = None
+        return None
     if op == "purge":
         cache = linecache.cache
         if type(cache) is not dict:
@@ -187,6 +200,38 @@ def _trusted_clock(st, val):
             if code is not None and _code_cats(st, code) is not None:
                 return False
     return True
+
+
+def _changes(groups):
+    """(group index, name) of every watched name that differs from the snapshot now: replaced,
+    removed, or added code."""
+    out = set()
+    for i, (ns, keys, vals, _label, _side, keyset) in enumerate(groups):
+        out.update((i, k) for k, v in zip(keys, vals) if ns.get(k, _MISSING) is not v)
+        if keyset is not None:
+            out.update((i, k) for k in ns.keys() - keyset if _is_code(ns[k]) or _is_descriptor(ns[k]))
+    return out
+
+
+def _adopted(groups, before):
+    """`groups` with the changes made since `before` (a `_changes` result) taken as the
+    snapshot's own; changes that were there before stay changes."""
+    now = _changes(groups) - before
+    out = []
+    for i, (ns, keys, vals, label, side, keyset) in enumerate(groups):
+        mine = {k for j, k in now if j == i}
+        if not mine:
+            out.append((ns, keys, vals, label, side, keyset))
+            continue
+        old = dict(zip(keys, vals))
+        kept = [k for k in keys if k not in mine or k in ns] + sorted(k for k in mine - old.keys() if k in ns)
+        if keyset is not None:  # what was added before stays added
+            keyset = frozenset(ns.keys()) - {k for j, k in before if j == i and k not in keyset}
+        out.append((ns, tuple(kept), tuple(ns[k] if k in mine else old[k] for k in kept), label, side, keyset))
+    return out
+
+
+_MISSING = object()
 
 
 def _diff(snap, pytest_only, st=None):

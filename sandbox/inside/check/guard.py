@@ -118,7 +118,7 @@ def _guard_core(spec):
         getframe=sys._getframe, get_ident=_thread.get_ident, getpid=os.getpid, getcwd=os.getcwd, open=os.open,
         write=os.write,
         close=os.close, set_blocking=os.set_blocking, exit=os._exit, fsdecode=os.fsdecode, dumps=json.dumps,
-        sinks=_sinks(), plugin_codes=_codes_of([_Plugin]), snapshot=None,
+        sinks=_sinks(), plugin_codes=_codes_of([_Plugin]), snapshot=None, marked=None, collected=False,
         start_thread=_thread.start_new_thread, signal=_signal.signal, mkfifo=os.mkfifo, mknod=os.mknod,
         pidfd={"os.pidfd_open": getattr(os, "pidfd_open", None),
                "signal.pidfd_send_signal": getattr(_signal, "pidfd_send_signal", None)},

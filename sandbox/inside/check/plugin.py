@@ -1,6 +1,7 @@
 """The check's pytest plugin: pytest's progress as events for the supervisor."""
 from __future__ import annotations
 
+import functools
 import sys
 
 import _pytest
@@ -28,6 +29,22 @@ class _Plugin:
         if self.emit is not None:
             return self.emit(event)
         return None
+
+    def bracketed(self, configure):
+        """An environment plugin's `pytest_configure` between two requests to the guard, so
+        that what it changes in pytest's machinery (pytest-subtests replaces
+        `TestCaseFunction.addSkip`) is the snapshot's from then on. It runs after the conftests
+        were imported: what changed before it stays a change."""
+
+        @functools.wraps(configure)
+        def pytest_configure(*args):
+            self._send({"op": "mark"})
+            try:
+                return configure(*args)
+            finally:
+                self._send({"op": "adopt"})
+
+        return pytest_configure
 
     @pytest.hookimpl
     def pytest_load_initial_conftests(self, early_config):

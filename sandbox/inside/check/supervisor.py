@@ -191,9 +191,17 @@ def _environment_plugin_modules():
     return [importlib.import_module(name) for name in environment_plugins()]
 
 
+_CONFIGURES = {}
+"""Environment plugin module name -> its own pytest_configure (a warm-up's run bracketed it)."""
+
+
 def _run_pytest(args, pythonpath, plugin):
     _clean_env()
     extra = _environment_plugin_modules()
+    for module in extra:
+        configure = _CONFIGURES.setdefault(module.__name__, getattr(module, "pytest_configure", None))
+        if configure is not None:
+            module.pytest_configure = plugin.bracketed(configure)
     sys.path[0:0] = [os.getcwd(), *(_abspath(p, os.getcwd()) for p in pythonpath)]
     # The same argv whatever started the runner (a launcher's config, a zygote's prelude): no
     # check file's name, no marker of which run this is; the same for the interpreter's own
