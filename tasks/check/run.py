@@ -248,7 +248,7 @@ def _run_check(task: Task, sb: Sandbox, answer: str | None, paths_cleared: bool,
               "changed": guard.to_wire() if guard is not None else {}, "hidden": sorted(check.files),
               "own": guard.own_wire() if guard is not None else {},
               "originals": guard.originals_wire() if guard is not None else {},
-              "guard": guarded, "addopts": addopts_override(parsed.args)}
+              "guard": guarded, "addopts": addopts_override(parsed.args), "select": not check.tests}
     if isinstance(sb, PythonForker) and sb.forking:
         fork_env = _fork_env(parsed, answer)
         if fork_env is not None:

@@ -8,7 +8,8 @@ edit). Dropping them all made the check run another test set than the command a 
 fixrl's own baseline) runs: click's `addopts = "-m 'not stress'"` deselects 31,000
 parametrised stress tests, and the `test` tool ran them all. `kept` keeps the options that
 select tests or change outcomes (`-m`, `-k`, `-W`, `--ignore`, `--deselect`, ini overrides,
-strictness), in pytest's order: before the command's own arguments, which win.
+strictness), in pytest's order: before the command's own arguments, which win. A check that
+names its tests leaves out the deselecting ones: configuration never removes a named test.
 
 The configuration is read from the workspace: in a check that is the repository's own (the
 agent's diff never carries a test path, `tasks.is_test_path`, and configuration files are
@@ -37,6 +38,7 @@ _VALUED = {"-m", "-k", "-W", "--pythonwarnings", "--ignore", "--ignore-glob", "-
            "--override-ini"}
 """Options kept with their value (`-m EXPR`, `-mEXPR`, `--ignore=P`, `--ignore P`)."""
 _FLAGS = {"--strict-markers", "--strict-config", "--strict"}
+_DESELECTING = {"-m", "-k", "--deselect"}
 _SHORT = {o for o in _VALUED if len(o) == 2}
 
 
@@ -92,8 +94,9 @@ def configured(args, cwd):
     return []
 
 
-def kept(addopts):
-    """The options of `addopts` (a list of arguments) that choose tests or change outcomes."""
+def kept(addopts, select=True):
+    """The options of `addopts` (a list of arguments) that choose tests or change outcomes;
+    select=False leaves out those that deselect (`-m`, `-k`, `--deselect`)."""
     out, i = [], 0
     while i < len(addopts):
         a = addopts[i]
@@ -106,17 +109,19 @@ def kept(addopts):
                 (addopts[i + 1] if i + 1 < len(addopts) else None)
             i += 0 if attached else 1
             if value is not None and not (name in ("-o", "--override-ini") and
-                                          value.replace(" ", "").startswith("addopts=")):
+                                          value.replace(" ", "").startswith("addopts=")) \
+                    and (select or name not in _DESELECTING):
                 out += [name, value]
         i += 1
     return out
 
 
-def repository_addopts(args, cwd, override):
+def repository_addopts(args, cwd, override, select=True):
     """What the runner puts before `args`: the kept part of the command's own `-o addopts=...`
     when it has one (`override`, pytest's rule: the override replaces the file's), else of the
-    configuration file's."""
+    configuration file's. select=False: the run names the tests it judges (a check), and
+    configuration never deselects a test the check names."""
     try:
-        return kept(shlex.split(override) if override is not None else configured(args, cwd))
+        return kept(shlex.split(override) if override is not None else configured(args, cwd), select)
     except (OSError, ValueError, iniconfig.ParseError):  # a file pytest cannot read either: it says why
         return []

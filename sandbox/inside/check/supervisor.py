@@ -28,7 +28,7 @@ preload_pytest()  # imported by every run anyway: before any fork, not in each c
 
 
 def supervise(args, workdir, pythonpath=(), changed=None, hidden=(), guard=True, own=None, originals=None,
-              addopts=None):
+              addopts=None, select=True):
     """Run pytest with `args` on the working directory in a judged child process; write the
     report (see the module docstring) and print its frame last; the child's exit status.
     `changed`: repository path -> guard categories its original uses; `hidden`: the check's
@@ -37,9 +37,10 @@ def supervise(args, workdir, pythonpath=(), changed=None, hidden=(), guard=True,
     repository files -> the categories they perform themselves (see `_attribute`);
     `originals`: changed files -> class qualname -> the original comparison methods' sources
     (`equal._original_in_mro`); `addopts`: the command's own `-o addopts=` value, None when it
-    has none (the repository's configuration then gives them: `addopts.repository_addopts`)."""
+    has none (the repository's configuration then gives them: `addopts.repository_addopts`);
+    `select`: False when the run names the tests it judges (they are never deselected)."""
     _make_private(workdir)
-    args = [*repository_addopts(args, os.getcwd(), addopts), *args]
+    args = [*repository_addopts(args, os.getcwd(), addopts, select), *args]
     fifo = os.path.join(workdir, EVENTS_NAME)
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     hold = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # no EOF between the child's writes

@@ -5,8 +5,10 @@ stress tests in a plain run and in fixrl's baseline, but the guarded public-test
 tool, and validation's run of it) ran them all, past `tool_timeout`: every click task was
 dropped. The runner now puts back the options that choose tests or change outcomes, read from
 the repository's own configuration (a check's configuration files are the repository's: test
-paths are never carried), before the command's own arguments. Fails before the fix:
-`test_a_configured_marker_expression_deselects_in_the_check` (the deselected test fails)."""
+paths are never carried), before the command's own arguments; a check that names its tests
+leaves out the deselecting ones, so a named test always runs. Fail before the fix:
+`test_a_configured_marker_expression_deselects_in_the_public_test_run` (the deselected test
+fails) and the warnings filter half of the last test."""
 from __future__ import annotations
 
 import pytest
@@ -18,9 +20,12 @@ from fixrl.tasks.check.reward import run_public_tests
 from fixrl.tasks.format.pytest_command import addopts_override
 
 CALC = "def add(a, b):\n    return a + b\n"
-# the stress-marked test fails: it runs only when the configured `-m` is lost
-TESTS = ("import pytest\nfrom calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\n"
-         "@pytest.mark.stress\ndef test_stress():\n    assert False, 'ran a deselected test'\n")
+# the public tests' stress-marked test fails: it runs only when the configured `-m` is lost
+PUBLIC = ("import pytest\nfrom calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\n"
+          "@pytest.mark.stress\ndef test_stress():\n    assert False, 'ran a deselected test'\n")
+# the check names a stress-marked test: a named test is never deselected
+HIDDEN = ("import warnings\n\nimport pytest\nfrom calc import add\n\n\n@pytest.mark.stress\ndef test_add():\n"
+          "    assert add(1, 2) == 3\n\n\ndef test_warns():\n    warnings.warn('w', UserWarning)\n")
 PYPROJECT = ("[tool.pytest.ini_options]\naddopts = \"-ra -m 'not stress' -p no:doctest --cov=calc\"\n"
              "markers = [\"stress: slow\"]\n")
 
@@ -31,6 +36,8 @@ def test_kept_options_are_the_ones_that_choose_tests():
             "--deselect", "a.py::b", "--doctest-modules", "-n", "4"]
     assert kept(args) == ["-m", "not stress", "--strict-markers", "-W", "error", "--ignore", "build",
                           "-k", "foo", "-o", "xfail_strict=true", "--deselect", "a.py::b"]
+    assert kept(args, select=False) == ["--strict-markers", "-W", "error", "--ignore", "build",
+                                        "-o", "xfail_strict=true"]
 
 
 @pytest.mark.parametrize("files, expected", [
@@ -71,25 +78,34 @@ def test_the_commands_own_override_replaces_the_configuration(tmp_path):
     assert repository_addopts(["tests"], str(tmp_path), None) == []
 
 
-def _task(tmp_path, command=None):
-    ws = write_repo(tmp_path / "ws", {"calc.py": CALC, "pyproject.toml": PYPROJECT, "tests/test_calc.py": TESTS})
-    check = {"files": {"tests/test_hidden.py": TESTS}, "tests": ["tests/test_hidden.py::test_add"], "timeout": 60}
-    if command:
-        check["command"] = command
-    return ws, Task.model_validate(fix_task("t", repo=str(ws), check=check, public_tests="python -m pytest -q tests"))
+def _task(tmp_path, pyproject=PYPROJECT, public="python -m pytest -q tests", tests=("test_add",)):
+    ws = write_repo(tmp_path / "ws", {"calc.py": CALC, "pyproject.toml": pyproject, "tests/test_calc.py": PUBLIC})
+    check = {"files": {"tests/test_hidden.py": HIDDEN}, "tests": [f"tests/test_hidden.py::{t}" for t in tests],
+             "timeout": 60, "command": "python -m pytest -q " + " ".join(f"tests/test_hidden.py::{t}" for t in tests)}
+    return ws, Task.model_validate(fix_task("t", repo=str(ws), check=check, public_tests=public))
 
 
-def test_a_configured_marker_expression_deselects_in_the_check(pool, tmp_path):
-    ws, task = _task(tmp_path, "python -m pytest -q tests/test_hidden.py")
+def test_a_configured_marker_expression_deselects_in_the_public_test_run(pool, tmp_path):
+    ws, task = _task(tmp_path)
     with pool.acquire(ws) as sb:
-        r = run_check(task, sb)
         public = run_public_tests(task, sb, task.public_tests, 60, {})
-    assert r.outcome == "pass", (r.reason, r.tests, r.output[-1500:])
-    assert public.exit_code == 0 and " deselected" in public.output, public.output[-1500:]
+    assert public.exit_code == 0 and "1 deselected" in public.output, public.output[-1500:]
 
 
 def test_the_commands_own_empty_addopts_runs_every_test(pool, tmp_path):
-    ws, task = _task(tmp_path, "python -m pytest -q -o addopts= tests/test_hidden.py")
+    ws, task = _task(tmp_path, public="python -m pytest -q -o addopts= tests")
+    with pool.acquire(ws) as sb:
+        public = run_public_tests(task, sb, task.public_tests, 60, {})
+    assert public.exit_code == 1 and "ran a deselected test" in public.output, public.output[-1500:]
+
+
+def test_a_check_runs_the_tests_it_names_and_keeps_the_configured_warnings_filter(pool, tmp_path):
+    ws, task = _task(tmp_path)
+    with pool.acquire(ws) as sb:
+        assert run_check(task, sb).outcome == "pass"
+    strict = PYPROJECT.replace("-ra ", "-ra -W error::UserWarning ")
+    ws, task = _task(tmp_path / "w", pyproject=strict, tests=("test_add", "test_warns"))
     with pool.acquire(ws) as sb:
         r = run_check(task, sb)
-    assert r.outcome == "fail" and "ran a deselected test" in r.output, (r.reason, r.output[-1500:])
+    assert r.outcome == "fail" and r.tests == {"tests/test_hidden.py::test_add": "passed",
+                                               "tests/test_hidden.py::test_warns": "failed"}, (r.reason, r.tests)
