@@ -196,6 +196,10 @@ def _plain_of(st, value, expected, budget, memo, keep):
     contains = _original_membership(st, mro) if keep else None
     if contains is not None:
         return _ByOriginalMembership(value, contains)  # werkzeug's Accept, a list of (value, quality) pairs
+    if keep:
+        rebuilt = _trusted_container(st, value, tp, mro, expected, budget, memo)
+        if rebuilt is not None:
+            return rebuilt  # os.environ, a UserList: a library's class around reduced state
     owner, eq = _resolved(mro, "__eq__")
     for base in _EXACT_CONTAINERS:
         if base in mro and owner is base:
@@ -243,6 +247,79 @@ def _original_membership(st, mro):
             return None
         return fn
     return None
+
+
+_BUILTIN_MEMBERS = (types.BuiltinFunctionType, types.WrapperDescriptorType, types.MethodDescriptorType,
+                    types.GetSetDescriptorType, types.MemberDescriptorType, types.ClassMethodDescriptorType)
+_DICT_SLOT = types.GetSetDescriptorType
+
+
+def _trusted_member(st, member):
+    """Whether a class attribute runs only trusted code when used: a function (or its
+    static/class/property wrapper) whose code is neither changed code nor made at run time, a
+    C type's own descriptor, or data; never another object of a Python class, a callable C
+    object (a `partial` around anything) or a class."""
+    kind = type(member)
+    if kind is property:
+        return all(f is None or _trusted_member(st, f) for f in (member.fget, member.fset, member.fdel))
+    code = _function_code(member)
+    if code is not None:
+        return _code_cats(st, code) is None
+    if kind in _PLAIN or kind in _BUILTIN_MEMBERS:
+        return True
+    return _c_type(kind) and not callable(member)  # by type only: a class is callable
+
+
+def _trusted_function(st, value):
+    """A function of trusted code whose closure and defaults hold plain data only (os.environ's
+    `encodekey` closes over the encoding's name)."""
+    if type(value) is not _FUNCTION or _code_cats(st, value.__code__) is not None:
+        return False
+    held = []
+    for cell in value.__closure__ or ():
+        try:
+            held.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    return all(type(v) in _PLAIN for v in (*held, *(value.__defaults__ or ())))
+
+
+def _trusted_container(st, value, tp, mro, expected, budget, memo):
+    """The container of `in` when no original membership test of the repository's applies and
+    its class is made of trusted code only (every attribute along its MRO, `_trusted_member`):
+    a library's or the standard library's container (os.environ, a `UserList`, a `ChainMap`),
+    rebuilt as a new instance of its class around its instance dict's values reduced (functions
+    of trusted code with plain closures kept), so that its own membership test runs on plain
+    data. None when that does not hold (a class with slots or a C base, a member of the
+    agent's) and the container is reduced like any operand. Not guaranteed: the class's code
+    runs as it is; a library container whose semantics answer every `in` answers so here."""
+    where = None
+    for klass in mro:
+        if klass is object:
+            continue
+        if _c_type(klass):
+            return None  # a C base holds state the instance dict does not (list, dict, deque)
+        members = _type_dict(klass)
+        if any(k not in ("__dict__", "__weakref__") for k in members.get("__slots__", ())):
+            return None
+        if not all(_trusted_member(st, m) for k, m in list(members.items()) if k != "_abc_impl"):
+            return None
+        if where is None and type(members.get("__dict__")) is _DICT_SLOT:
+            where = members["__dict__"]
+    if where is None:
+        return None
+    state = where.__get__(value, tp)
+    if type(state) is not dict:
+        return None
+    try:
+        new = object.__new__(tp)
+    except TypeError:  # an abstract class
+        return None
+    memo[id(value)] = (value, new)
+    fresh = where.__get__(new, tp)
+    for k, v in list(dict.items(state)):
+        fresh[k] = v if _trusted_function(st, v) else _plain_of(st, v, expected, budget, memo, False)
+    return new
 
 
 class _ByOriginalMembership:
