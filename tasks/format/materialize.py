@@ -33,7 +33,10 @@ STRIP_SUFFIXES = (".orig", ".rej", ".patch", ".pyc", ".pyo")
 STRIP_FILES = {".git"}  # a submodule's or worktree's .git file points at history
 
 _TEST_DIRS = {"tests", "test"}
-_TEST_FILES = {"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "pytest.py",
+# every file pytest reads configuration from (pytest 9 adds pytest.toml and .pytest.toml), not just
+# the usual ones: an agent's `.pytest.ini` beside pyproject.toml would be the one pytest reads
+_TEST_FILES = {"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg",
+               "pyproject.toml", "pytest.py",
                "sitecustomize.py", "usercustomize.py", ".pytest_cache", "noxfile.py"}
 _SHADOW_DIRS = {"_pytest", "pytest", "pluggy", "__pycache__"}
 

@@ -30,7 +30,8 @@ MAX_REPORT_IDS = 20_000
 
 _TEST_NAMES = ("conftest",)
 _TEST_DIRS = ("tests", "test")
-_PROTECTED_NAMES = {"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml",
+_PROTECTED_NAMES = {"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg",
+                    "pyproject.toml",
                     "sitecustomize.py", "usercustomize.py"}
 _PROTECTED_SUFFIXES = (".pyc", ".pyo", ".pth")
 _FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame"}

@@ -129,6 +129,7 @@ def test_git_repo_commit_without_history(tmp_path):
     ("tests/test_x.py", True), ("test/helpers.py", True), ("pkg/tests/data.json", True),
     ("test_calc.py", True), ("pkg/calc_test.py", True), ("conftest.py", True), ("sub/conftest.py", True),
     ("pytest.ini", True), ("tox.ini", True), ("setup.cfg", True), ("pyproject.toml", True),
+    (".pytest.ini", True), ("pytest.toml", True), ("sub/.pytest.toml", True),
     ("pytest.py", True), ("_pytest/runner.py", True), ("sitecustomize.py", True), ("usercustomize.py", True),
     ("evil.pth", True), ("__pycache__/calc.cpython-311.pyc", True), ("calc.cpython-311-x86_64-linux-gnu.so", True),
     ("/workspace/tests/test_x.py", True), ("tests", True),
