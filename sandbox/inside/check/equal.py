@@ -318,7 +318,14 @@ def _trusted_container(st, value, tp, mro, expected, budget, memo):
     memo[id(value)] = (value, new)
     fresh = where.__get__(new, tp)
     for k, v in list(dict.items(state)):
-        fresh[k] = v if _trusted_function(st, v) else _plain_of(st, v, expected, budget, memo, False)
+        if _trusted_function(st, v):
+            fresh[k] = v
+            continue
+        reduced = _plain_of(st, v, expected, budget, memo, False)
+        if callable(reduced):  # by type: a C callable stays as it is (a bound `__next__` of
+            memo.pop(id(value), None)  # `itertools.repeat(key)`), and the class's code calls it
+            return None
+        fresh[k] = reduced
     return new
 
 

@@ -75,6 +75,13 @@ ATTACKS = {  # the bug kept, the membership answered
         def pairs_of(items):  # noqa: F811
             return Box(items[1:])
     """),
+    "environ_key_encoder": BUGGY + textwrap.dedent("""\
+        import os
+
+
+        def pairs_of(items):  # noqa: F811  (a C callable as the key encoder: every key but "spy" is in)
+            return os._Environ({None: "v"}, {"spy": "nope"}.get, str, str, str)
+    """),
     "environ_data": BUGGY + textwrap.dedent("""\
         import os
 
