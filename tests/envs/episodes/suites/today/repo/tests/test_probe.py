@@ -16,3 +16,9 @@ def test_versions():
     from probe.versions import versions_of
 
     assert versions_of("") == []
+
+
+def test_kept_empty():
+    from probe.keep import kept
+
+    assert kept([]) == []
