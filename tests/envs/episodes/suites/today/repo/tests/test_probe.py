@@ -1,5 +1,4 @@
 import pytest
-
 from probe.ports import ports_of
 
 
