@@ -1,0 +1,5 @@
+from probe.ports import ports_of
+
+
+def test_default():
+    assert ports_of("") == [80]
