@@ -2,13 +2,24 @@
 compares against at every test event."""
 from __future__ import annotations
 
+import _collections_abc  # noqa: F401 - the core standard library below, watched by the snapshot
+import abc  # noqa: F401
 import builtins
+import collections  # noqa: F401
+import copy  # noqa: F401
 import datetime
+import difflib  # noqa: F401
+import enum  # noqa: F401
+import functools  # noqa: F401
 import linecache
 import math  # noqa: F401 - watched by the snapshot: imported before any repository code
 import operator
+import pprint  # noqa: F401
+import reprlib  # noqa: F401
 import sys
 import time
+import types  # noqa: F401
+import weakref  # noqa: F401
 
 import pluggy  # noqa: F401 - watched by the snapshot
 
@@ -79,8 +90,11 @@ def _request(st, op, event):
             _send(st, {"e": "tamper", "what": "the test machinery (pytest, unittest or builtins) was modified: "
                        + ", ".join(bad[:5]) + f" ({event.get('where', '?')})"})
         return bool(bad)
-    if op in ("mark", "adopt") and st.collected:  # pytest configures its plugins before collecting
-        _send(st, {"e": "tamper", "what": f"the guard was asked to {op} machinery changes after collection"})
+    if op in ("mark", "adopt") and (st.collected or not _configuring(st)):
+        # only while pytest itself configures its plugins, never again (a bracketed configure
+        # called back later, by whatever path, adopts nothing)
+        _send(st, {"e": "tamper", "what": f"the guard was asked to {op} machinery changes outside "
+                                          "pytest's configuration"})
         return None
     if op == "mark":  # an environment plugin's pytest_configure is about to run (plugin.py)
         st.marked = _changes(st.snapshot[0]) if st.snapshot else None
@@ -119,6 +133,13 @@ def _request(st, op, event):
 _WATCH_ROOTS = ("_pytest", "pytest", "pluggy", "unittest", "iniconfig")
 _WATCH_EXACT = ("builtins", "math", "operator")
 _PYTEST_ROOTS = ("_pytest", "pytest", "pluggy")
+_CORE = ("collections", "collections.abc", "_collections_abc", "abc", "functools", "copy", "difflib", "pprint",
+         "reprlib", "enum", "types", "weakref", "_weakrefset")
+"""The standard library the guard's own comparisons and unittest's assertions run (`Counter.__eq__`,
+`ChainMap.__contains__`, `assertCountEqual`'s counting): their functions look their helpers up in
+their module's globals before the builtins, so one name set on a module (`collections.all =
+bool`) would answer for them. Watched like pytest's own, in every check of a test and at every
+comparison the guard decides; a name added to them that is code counts too."""
 _SKIP_ATTRS = {"__dict__", "__weakref__", "__doc__", "__annotations__", "__parameters__",
                "__abstractmethods__", "_abc_impl"}
 
@@ -127,7 +148,7 @@ def _watched():
     for name, mod in list(sys.modules.items()):
         if mod is None or not hasattr(mod, "__dict__"):
             continue
-        if name in _WATCH_EXACT or name.split(".")[0] in _WATCH_ROOTS or _own(name):
+        if name in _WATCH_EXACT or name in _CORE or name.split(".")[0] in _WATCH_ROOTS or _own(name):
             yield name, mod
 
 
@@ -144,10 +165,11 @@ def _snapshot():
     its functions, classes and descriptors, compared by identity later with C-level loops."""
     groups, seen = [], set()
     for name, mod in _watched():
-        side = name.split(".")[0] in _PYTEST_ROOTS or _own(name)
+        core = name in _CORE
+        side = core or name.split(".")[0] in _PYTEST_ROOTS or _own(name)
         ns = vars(mod)
         keys = tuple(k for k, v in list(ns.items()) if callable(v) or isinstance(v, type))
-        groups.append((ns, keys, tuple(map(ns.get, keys)), name, side, None))
+        groups.append((ns, keys, tuple(map(ns.get, keys)), name, side, frozenset(ns.keys()) if core else None))
         for val in list(ns.values()):
             if isinstance(val, type) and getattr(val, "__module__", None) == name and id(val) not in seen:
                 seen.add(id(val))
@@ -200,6 +222,27 @@ def _trusted_clock(st, val):
             if code is not None and _code_cats(st, code) is not None:
                 return False
     return True
+
+
+def _configuring(st):
+    """Whether pytest's `Config._do_configure` is on the stack (it runs once per session)."""
+    frame = st.getframe(0)
+    while frame is not None:
+        if frame.f_code is st.configure_code:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _machinery_changed(st):
+    """Why the guard must not decide a comparison now: pytest's machinery or the core standard
+    library (`_CORE`) differs from the snapshot; None when intact (the common case: a C-speed
+    identity check)."""
+    if not st.snapshot:
+        return None
+    bad = _diff(st.snapshot, True, st)
+    return "the test machinery (pytest or the standard library it compares with) was modified: " + \
+        ", ".join(bad[:5]) if bad else None
 
 
 def _changes(groups):

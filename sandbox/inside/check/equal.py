@@ -28,6 +28,7 @@ import collections
 import datetime
 import decimal
 import fractions
+import os
 import pathlib
 import types
 import uuid
@@ -249,6 +250,10 @@ def _original_membership(st, mro):
     return None
 
 
+_ENVIRON = os.environ
+_ENVIRON_STATE = dict(vars(os.environ))
+"""The process environment and its instance state (the mapping and its key and value coders, all
+functions), taken before any repository code runs."""
 _BUILTIN_MEMBERS = (types.BuiltinFunctionType, types.WrapperDescriptorType, types.MethodDescriptorType,
                     types.GetSetDescriptorType, types.MemberDescriptorType, types.ClassMethodDescriptorType)
 _DICT_SLOT = types.GetSetDescriptorType
@@ -270,29 +275,18 @@ def _trusted_member(st, member):
     return _c_type(kind) and not callable(member)  # by type only: a class is callable
 
 
-def _trusted_function(st, value):
-    """A function of trusted code whose closure and defaults hold plain data only (os.environ's
-    `encodekey` closes over the encoding's name)."""
-    if type(value) is not _FUNCTION or _code_cats(st, value.__code__) is not None:
-        return False
-    held = []
-    for cell in value.__closure__ or ():
-        try:
-            held.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            pass
-    return all(type(v) in _PLAIN for v in (*held, *(value.__defaults__ or ())))
-
-
 def _trusted_container(st, value, tp, mro, expected, budget, memo):
     """The container of `in` when no original membership test of the repository's applies and
     its class is made of trusted code only (every attribute along its MRO, `_trusted_member`):
     a library's or the standard library's container (os.environ, a `UserList`, a `ChainMap`),
-    rebuilt as a new instance of its class around its instance dict's values reduced (functions
-    of trusted code with plain closures kept), so that its own membership test runs on plain
-    data. None when that does not hold (a class with slots or a C base, a member of the
-    agent's) and the container is reduced like any operand. Not guaranteed: the class's code
-    runs as it is; a library container whose semantics answer every `in` answers so here."""
+    rebuilt as a new instance of its class around its instance dict's values reduced, so that
+    its own membership test runs on plain data. None when that does not hold (a class with slots
+    or a C base, a member of the agent's, state that is callable: a key encoder answering every
+    key alike, a trusted function reading globals the agent rebinds -- the process environment's
+    own coders excepted, by identity) and the container is reduced like any operand. The globals
+    its class's code reads are the watched core standard library's (`emitter._CORE`, checked at
+    every comparison). Not guaranteed: a library container whose semantics answer every `in`
+    answers so here."""
     where = None
     for klass in mro:
         if klass is object:
@@ -318,12 +312,12 @@ def _trusted_container(st, value, tp, mro, expected, budget, memo):
     memo[id(value)] = (value, new)
     fresh = where.__get__(new, tp)
     for k, v in list(dict.items(state)):
-        if _trusted_function(st, v):
-            fresh[k] = v
+        if value is _ENVIRON and _ENVIRON_STATE.get(k, fresh) is v and callable(v):
+            fresh[k] = v  # the process environment's own coders
             continue
         reduced = _plain_of(st, v, expected, budget, memo, False)
-        if callable(reduced):  # by type: a C callable stays as it is (a bound `__next__` of
-            memo.pop(id(value), None)  # `itertools.repeat(key)`), and the class's code calls it
+        if callable(reduced):  # by type: state the class's code would call (a key encoder that
+            memo.pop(id(value), None)  # answers every key the same, however trusted its code)
             return None
         fresh[k] = reduced
     return new

@@ -22,6 +22,8 @@ import unittest.case  # noqa: F401
 import unittest.mock  # noqa: F401 - its classes are watched (`_find_watched_classes`)
 import weakref
 
+import _pytest.config
+
 from .base import _CODE, _FUNCTION, _MODULE_TYPE, _TYPE_DICT_MODULE, _TYPE_QUALNAME, CHECK, EVENTS_NAME, _own
 from .core import _enter, _leave, _tamper
 from .emitter import _emitter
@@ -102,6 +104,11 @@ def _install_guard(spec, active=True):
     return vault.send
 
 
+_CONFIGURE_CODE = _pytest.config.Config._do_configure.__code__
+"""pytest's configuration phase, the only frame an environment plugin's bracketed configure may
+run under (`emitter`'s "mark" and "adopt")."""
+
+
 def _guard_core(spec):
     """The guard's state and its basic operations, in a namespace only closures hold."""
     st = types.SimpleNamespace(
@@ -119,6 +126,7 @@ def _guard_core(spec):
         write=os.write,
         close=os.close, set_blocking=os.set_blocking, exit=os._exit, fsdecode=os.fsdecode, dumps=json.dumps,
         sinks=_sinks(), plugin_codes=_codes_of([_Plugin]), snapshot=None, marked=None, collected=False,
+        configure_code=_CONFIGURE_CODE,
         start_thread=_thread.start_new_thread, signal=_signal.signal, mkfifo=os.mkfifo, mknod=os.mknod,
         pidfd={"os.pidfd_open": getattr(os, "pidfd_open", None),
                "signal.pidfd_send_signal": getattr(_signal, "pidfd_send_signal", None)},

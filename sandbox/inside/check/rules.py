@@ -42,6 +42,7 @@ from .core import (
     _test_named,
     _untrusted_cats,
 )
+from .emitter import _machinery_changed
 from .equal import _BUDGET, _decided, _plain_of
 from .values import _compile_test, _odd_method, _odd_value
 
@@ -774,6 +775,9 @@ def _value_rules(st):
         why = _odd_value(st, values)
         if why:
             return f"a test compared a value whose {why} comes from changed code"
+        why = _machinery_changed(st)  # at the comparison itself: put back later, it would still have answered
+        if why:
+            return why
         box.append(True)
         if op in _DECIDED_OPS and len(sides) == 2:
             box.append(_later(_decided, st, op, values, sides))
@@ -781,6 +785,9 @@ def _value_rules(st):
 
     def reduce(args, frame):
         value, box, keep = args  # keep: the container of assertIn/assertNotIn (its own membership test)
+        why = _machinery_changed(st)
+        if why:
+            return why
         box.append(_later(_plain_of, st, value, False, [_BUDGET], {}, keep is True))
         return None
 
