@@ -89,6 +89,8 @@ def _request(st, op, event):
         if bad:
             _send(st, {"e": "tamper", "what": "the test machinery (pytest, unittest or builtins) was modified: "
                        + ", ".join(bad[:5]) + f" ({event.get('where', '?')})"})
+        else:
+            _settled(st, pytest_only)
         return bool(bad)
     if op in ("mark", "adopt") and (st.collected or not _configuring(st)):
         # only while pytest itself configures its plugins, never again (a bracketed configure
@@ -241,8 +243,23 @@ def _machinery_changed(st):
     if not st.snapshot:
         return None
     bad = _diff(st.snapshot, True, st)
-    return "the test machinery (pytest or the standard library it compares with) was modified: " + \
-        ", ".join(bad[:5]) if bad else None
+    if not bad:
+        _settled(st, True)
+        return None
+    return "the test machinery (pytest or the standard library it compares with) was modified: " + ", ".join(bad[:5])
+
+
+def _settled(st, pytest_only):
+    """After a check that found nothing: names a watched namespace gained that are no code
+    (`__warningregistry__`, a submodule) join the snapshot's key sets, so that the next check
+    takes the C-speed path again instead of walking every namespace."""
+    groups, fast = st.snapshot
+    checked = [g[5] is not None and (g[4] or not pytest_only) for g in groups]
+    if all(len(g[0]) == len(g[5]) for g, c in zip(groups, checked) if c):
+        return
+    groups = [(ns, keys, vals, label, side, frozenset(ns.keys()) if c else keyset)
+              for (ns, keys, vals, label, side, keyset), c in zip(groups, checked)]
+    st.snapshot = (groups, {False: _fast(groups, False), True: _fast(groups, True)})
 
 
 def _changes(groups):
