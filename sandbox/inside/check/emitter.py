@@ -170,7 +170,8 @@ def _snapshot():
         core = name in _CORE
         side = core or name.split(".")[0] in _PYTEST_ROOTS or _own(name)
         ns = vars(mod)
-        keys = tuple(k for k, v in list(ns.items()) if callable(v) or isinstance(v, type))
+        # the core modules: every name, data too (a module global their functions read)
+        keys = tuple(k for k, v in list(ns.items()) if core or callable(v) or isinstance(v, type))
         groups.append((ns, keys, tuple(map(ns.get, keys)), name, side, frozenset(ns.keys()) if core else None))
         for val in list(ns.values()):
             if isinstance(val, type) and getattr(val, "__module__", None) == name and id(val) not in seen:
@@ -251,15 +252,19 @@ def _machinery_changed(st):
 
 def _settled(st, pytest_only):
     """After a check that found nothing: names a watched namespace gained that are no code
-    (`__warningregistry__`, a submodule) join the snapshot's key sets, so that the next check
-    takes the C-speed path again instead of walking every namespace."""
+    (`__warningregistry__`, a submodule) join the snapshot, value and all, so that the next
+    check takes the C-speed path again instead of walking every namespace -- and a name set to
+    data first and to code later is a replaced name, not a settled one."""
     groups, fast = st.snapshot
     checked = [g[5] is not None and (g[4] or not pytest_only) for g in groups]
     if all(len(g[0]) == len(g[5]) for g, c in zip(groups, checked) if c):
         return
-    groups = [(ns, keys, vals, label, side, frozenset(ns.keys()) if c else keyset)
-              for (ns, keys, vals, label, side, keyset), c in zip(groups, checked)]
-    st.snapshot = (groups, {False: _fast(groups, False), True: _fast(groups, True)})
+    out = []
+    for (ns, keys, vals, label, side, keyset), c in zip(groups, checked):
+        new = sorted(k for k in ns.keys() - keyset if type(k) is str) if c else ()
+        out.append((ns, keys + tuple(new), vals + tuple(ns[k] for k in new), label, side,
+                    frozenset(ns.keys()) if c else keyset))
+    st.snapshot = (out, {False: _fast(out, False), True: _fast(out, True)})
 
 
 def _changes(groups):

@@ -98,3 +98,26 @@ def test_a_name_set_on_the_core_standard_library_never_answers(pool, tmp_path, a
     assert r.outcome == "fail", (r.reason, r.tests)
     # before: test_counter and test_chainmap passed with the bug in both attacks
     assert "passed" not in {r.tests[t] for t in TESTS[:2]}, (r.reason, r.tests)
+
+
+def test_a_name_set_to_data_first_and_to_code_later_is_caught(pool, tmp_path):
+    """The guard takes names a watched module gains that are no code into its snapshot after a
+    clean check (to stay on its fast path): one set to data at import and to code in the test's
+    call is a replaced name then, not a settled one."""
+    calc = BUGGY + textwrap.dedent("""\
+
+
+        collections.all = collections.any = 0
+
+
+        def tally(words):  # noqa: F811
+            collections.all = collections.any = bool
+            return collections.Counter(words[1:])
+
+
+        def sources(first, second):  # noqa: F811
+            collections.all = collections.any = bool
+            return collections.ChainMap({}, second)
+    """)
+    r = judge(pool, tmp_path, calc)
+    assert r.outcome == "fail" and "passed" not in {r.tests[t] for t in TESTS[:2]}, (r.reason, r.tests)
