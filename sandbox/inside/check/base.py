@@ -28,6 +28,13 @@ output its leftover children still write)."""
 MAX_REPORT_IDS = 20_000
 """Tests beyond this many are counted, not listed, in the report."""
 
+_CORE = ("collections", "collections.abc", "_collections_abc", "abc", "functools", "copy", "difflib", "pprint",
+         "reprlib", "enum", "types", "weakref", "_weakrefset")
+"""The standard library the guard's own comparisons and unittest's assertions run (`Counter.__eq__`,
+`ChainMap.__contains__`, `assertCountEqual`'s counting): their functions look their helpers up in
+their module's globals before the builtins, so one name set on a module (`collections.all =
+bool`) would answer for them. Watched like pytest's own, in every check of a test and at every
+comparison the guard decides; a name added to them that is code counts too."""
 _TEST_NAMES = ("conftest",)
 _TEST_DIRS = ("tests", "test")
 _PROTECTED_NAMES = {"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg",

@@ -23,7 +23,7 @@ import weakref  # noqa: F401
 
 import pluggy  # noqa: F401 - watched by the snapshot
 
-from .base import _abspath, _c_type, _function_code, _mro, _own, _type_dict
+from .base import _CORE, _abspath, _c_type, _function_code, _mro, _own, _type_dict
 from .core import _attribute, _code_cats, _enter, _is_test_code, _leave, _send, _short, _tamper
 from .values import _builtins_replaced
 from .wrappers import _seal
@@ -135,13 +135,6 @@ def _request(st, op, event):
 _WATCH_ROOTS = ("_pytest", "pytest", "pluggy", "unittest", "iniconfig")
 _WATCH_EXACT = ("builtins", "math", "operator")
 _PYTEST_ROOTS = ("_pytest", "pytest", "pluggy")
-_CORE = ("collections", "collections.abc", "_collections_abc", "abc", "functools", "copy", "difflib", "pprint",
-         "reprlib", "enum", "types", "weakref", "_weakrefset")
-"""The standard library the guard's own comparisons and unittest's assertions run (`Counter.__eq__`,
-`ChainMap.__contains__`, `assertCountEqual`'s counting): their functions look their helpers up in
-their module's globals before the builtins, so one name set on a module (`collections.all =
-bool`) would answer for them. Watched like pytest's own, in every check of a test and at every
-comparison the guard decides; a name added to them that is code counts too."""
 _SKIP_ATTRS = {"__dict__", "__weakref__", "__doc__", "__annotations__", "__parameters__",
                "__abstractmethods__", "_abc_impl"}
 

@@ -28,6 +28,7 @@ import collections
 import datetime
 import decimal
 import fractions
+import importlib
 import os
 import pathlib
 import types
@@ -35,6 +36,7 @@ import uuid
 
 from .base import (
     _C_SLOTS,
+    _CORE,
     _FUNCTION,
     _TYPE_DICT_MODULE,
     _TYPE_QUALNAME,
@@ -259,17 +261,28 @@ _BUILTIN_MEMBERS = (types.BuiltinFunctionType, types.WrapperDescriptorType, type
 _DICT_SLOT = types.GetSetDescriptorType
 
 
-def _trusted_member(st, member):
+_CORE_GLOBALS = tuple(vars(importlib.import_module(name)) for name in _CORE)
+"""The namespaces of the watched core standard library (`base._CORE`): the only globals a
+rebuilt container's code may read, because only those are checked at every comparison."""
+
+
+def _trusted_member(st, member, namespaces):
     """Whether a class attribute runs only trusted code when used: a function (or its
-    static/class/property wrapper) whose code is neither changed code nor made at run time, a
-    C type's own descriptor, or data; never another object of a Python class, a callable C
-    object (a `partial` around anything) or a class."""
+    static/class/property wrapper) whose code is neither changed code nor made at run time and
+    whose globals are one of `namespaces`, a C type's own descriptor, or data; never another
+    object of a Python class, a callable C object (a `partial` around anything) or a class."""
     kind = type(member)
     if kind is property:
-        return all(f is None or _trusted_member(st, f) for f in (member.fget, member.fset, member.fdel))
-    code = _function_code(member)
-    if code is not None:
-        return _code_cats(st, code) is None
+        return all(f is None or _trusted_member(st, f, namespaces) for f in (member.fget, member.fset, member.fdel))
+    if kind in (staticmethod, classmethod):
+        inner = member.__func__  # `__class_getitem__ = classmethod(GenericAlias)`: a C type
+        if type(inner) is type and _c_type(inner) or type(inner) in _BUILTIN_MEMBERS:
+            return True
+        return _trusted_member(st, inner, namespaces)
+    if kind is _FUNCTION:
+        return _code_cats(st, member.__code__) is None and any(member.__globals__ is ns for ns in namespaces)
+    if _function_code(member) is not None:
+        return False
     if kind in _PLAIN or kind in _BUILTIN_MEMBERS:
         return True
     return _c_type(kind) and not callable(member)  # by type only: a class is callable
@@ -283,10 +296,14 @@ def _trusted_container(st, value, tp, mro, expected, budget, memo):
     its own membership test runs on plain data. None when that does not hold (a class with slots
     or a C base, a member of the agent's, state that is callable: a key encoder answering every
     key alike, a trusted function reading globals the agent rebinds -- the process environment's
-    own coders excepted, by identity) and the container is reduced like any operand. The globals
-    its class's code reads are the watched core standard library's (`emitter._CORE`, checked at
-    every comparison). Not guaranteed: a library container whose semantics answer every `in`
-    answers so here."""
+    own coders excepted, by identity) and the container is reduced like any operand. Its class's
+    functions must read the watched core standard library's globals (`base._CORE`, checked at
+    every comparison), os' for the process environment itself: a third-party container's code
+    reads globals nobody watches, which changed code may rebind, so it is reduced. Not
+    guaranteed: a library container whose semantics answer every `in` answers so here."""
+    # the process environment's class reads os' globals too: its `__getitem__` raises and
+    # catches KeyError, its coders check `isinstance` -- none can make a missing key present
+    namespaces = (*_CORE_GLOBALS, vars(os)) if value is _ENVIRON else _CORE_GLOBALS
     where = None
     for klass in mro:
         if klass is object:
@@ -296,7 +313,7 @@ def _trusted_container(st, value, tp, mro, expected, budget, memo):
         members = _type_dict(klass)
         if any(k not in ("__dict__", "__weakref__") for k in members.get("__slots__", ())):
             return None
-        if not all(_trusted_member(st, m) for k, m in list(members.items()) if k != "_abc_impl"):
+        if not all(_trusted_member(st, m, namespaces) for k, m in list(members.items()) if k != "_abc_impl"):
             return None
         if where is None and type(members.get("__dict__")) is _DICT_SLOT:
             where = members["__dict__"]
