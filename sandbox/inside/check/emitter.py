@@ -78,7 +78,7 @@ def _request(st, op, event):
     if op == "snapshot":
         st.builtins = dict(vars(builtins))
         groups = _snapshot()
-        st.snapshot = (groups, {False: _fast(groups, False), True: _fast(groups, True)})
+        st.snapshot = (groups, _tables(groups))
         return None
     if op == "check":
         st.collected = True
@@ -104,7 +104,7 @@ def _request(st, op, event):
     if op == "adopt":  # ... and has run: what it changed is the machinery from now on
         if st.snapshot and st.marked is not None:
             groups = _adopted(st.snapshot[0], st.marked)
-            st.snapshot = (groups, {False: _fast(groups, False), True: _fast(groups, True)})
+            st.snapshot = (groups, _tables(groups))
         st.marked = None
         return None
     if op == "purge":
@@ -176,9 +176,25 @@ def _snapshot():
     return groups
 
 
-def _fast(groups, pytest_only):
+def _core(label):
+    return any(label == m or label.startswith(m + ".") for m in _CORE)
+
+
+def _chosen(groups, which):
+    """The groups a check looks at: every one (False), pytest's side and the core standard
+    library (True), the core standard library alone ("core": what a comparison runs)."""
+    if which == "core":
+        return [g for g in groups if _core(g[3])]
+    return [g for g in groups if g[4] or not which]
+
+
+def _tables(groups):
+    return {which: _fast(groups, which) for which in (False, True, "core")}
+
+
+def _fast(groups, which):
     """Flat tuples for a C-speed identity check of every watched name at once."""
-    chosen = [g for g in groups if g[4] or not pytest_only]
+    chosen = _chosen(groups, which)
     nss = tuple(g[0] for g in chosen for _ in g[1])
     keys = tuple(k for g in chosen for k in g[1])
     vals = tuple(v for g in chosen for v in g[2])
@@ -231,14 +247,14 @@ def _configuring(st):
 
 
 def _machinery_changed(st):
-    """Why the guard must not decide a comparison now: pytest's machinery or the core standard
-    library (`_CORE`) differs from the snapshot; None when intact (the common case: a C-speed
-    identity check)."""
+    """Why the guard must not decide a comparison now: the core standard library (`_CORE`),
+    which the comparison runs, differs from the snapshot; None when intact (the common case: a
+    C-speed identity check of its names alone)."""
     if not st.snapshot:
         return None
-    bad = _diff(st.snapshot, True, st)
+    bad = _diff(st.snapshot, "core", st)  # pytest's own are checked after each test's call
     if not bad:
-        _settled(st, True)
+        _settled(st, "core")
         return None
     return "the test machinery (pytest or the standard library it compares with) was modified: " + ", ".join(bad[:5])
 
@@ -249,7 +265,8 @@ def _settled(st, pytest_only):
     check takes the C-speed path again instead of walking every namespace -- and a name set to
     data first and to code later is a replaced name, not a settled one."""
     groups, fast = st.snapshot
-    checked = [g[5] is not None and (g[4] or not pytest_only) for g in groups]
+    chosen = {id(g) for g in _chosen(groups, pytest_only)}
+    checked = [g[5] is not None and id(g) in chosen for g in groups]
     if all(len(g[0]) == len(g[5]) for g, c in zip(groups, checked) if c):
         return
     out = []
@@ -257,7 +274,7 @@ def _settled(st, pytest_only):
         new = sorted(k for k in ns.keys() - keyset if type(k) is str) if c else ()
         out.append((ns, keys + tuple(new), vals + tuple(ns[k] for k in new), label, side,
                     frozenset(ns.keys()) if c else keyset))
-    st.snapshot = (out, {False: _fast(out, False), True: _fast(out, True)})
+    st.snapshot = (out, _tables(out))
 
 
 def _changes(groups):
@@ -296,6 +313,7 @@ def _diff(snap, pytest_only, st=None):
     # pytest_only: the per-test check looks at pytest's, pluggy's and this runner's code only,
     # because tests legitimately monkeypatch builtins (input, open) in fixtures of any scope
     # (the builtins are looked at for changed code's functions separately).
+    # "core": a comparison's check, the core standard library alone (`_chosen`).
     groups, fast = snap
     nss, keys, vals, proxies, lens = fast[pytest_only]
     try:
@@ -304,9 +322,7 @@ def _diff(snap, pytest_only, st=None):
     except KeyError:
         pass
     bad = []
-    for ns, keys, vals, label, side, keyset in groups:
-        if pytest_only and not side:
-            continue
+    for ns, keys, vals, label, _side, keyset in _chosen(groups, pytest_only):
         now = tuple(map(ns.get, keys))
         if not all(map(operator.is_, now, vals)):
             bad += [label + "." + k for k, a, b in zip(keys, now, vals) if a is not b
