@@ -76,10 +76,14 @@ def forking_checks():
 
 
 def _replay(path: Path, backend: str, suites, request) -> None:
+    episode = load_episode(path)
     if backend == "docker":
         request.getfixturevalue("docker_available")
+        if any(t.environment is not None for t in suites(episode).tasks):  # its image layer (cached)
+            from fixrl.harness.cli import main as fixrl
+
+            assert fixrl(["env", "build", str((path.parent / episode.suite).resolve()), "--backend", "docker"]) == 0
     checks = request.getfixturevalue("forking_checks") if backend == "forking" else None
-    episode = load_episode(path)
     reward, info = replay(episode, suites(episode), "local" if backend == "forking" else backend, checks)
     assert info.outcome != "error", (episode.kind, info.outcome, info.error)
     assert reward == episode.expect, (episode.kind, episode.note, info.outcome, info.error)
