@@ -239,11 +239,15 @@ _DURATION = re.compile(r"\s+in \d+(?:\.\d+)?s(?:\s*\(\d+:\d\d:\d\d\))?$")
 
 
 def summarize_test_output(output: str, exit_code: int, timed_out: bool, seconds: float,
-                          max_lines: int = 60) -> str:
+                          max_lines: int = 60, stopped: str = "") -> str:
     """Pass/fail summary plus the lines that say what failed (pytest's `E` lines, failure
-    locations, FAILED/ERROR lines), capped; for non-pytest commands, the output's tail."""
+    locations, FAILED/ERROR lines), capped; for non-pytest commands, the output's tail.
+    `stopped`: the check's guard's reason when it stopped or failed the run (a failure
+    whatever the exit status; its own line may sit in pytest's lost capture)."""
     if timed_out:
         head = f"Tests TIMED OUT after {seconds:.0f}s."
+    elif stopped:
+        head = f"Tests FAILED (exit status {exit_code}): {stopped}"
     elif exit_code == 0:
         head = "Tests PASSED (exit status 0)."
     else:
@@ -291,11 +295,11 @@ def _test(env: ToolContext, args: RunTestsArgs) -> str:
                         lambda changes: run_public_tests(env.task, env.sb, env.public_test_command, timeout, changes))
     if res.exit_code is None:  # the sandbox failed, not the tests
         raise SandboxError(f"the public tests could not run: {res.reason or res.output[-300:]}")
-    env.note_test(res.exit_code == 0 and not res.timed_out)
-    output = res.output
-    if res.reason.startswith(GUARD_STOPPED):  # its own line may sit in pytest's lost capture
-        output += f"\n{res.reason}\n"
-    return summarize_test_output(output, res.exit_code, res.timed_out, res.seconds)
+    # The guard may find tampering the tests themselves do not show (pytest's runner replaced
+    # at import: every test "passes", exit status 0): that run failed, whatever pytest said.
+    stopped = res.reason if res.reason.startswith(GUARD_STOPPED) else ""
+    env.note_test(res.exit_code == 0 and not res.timed_out and not stopped)
+    return summarize_test_output(res.output, res.exit_code, res.timed_out, res.seconds, stopped=stopped)
 
 
 # --------------------------------------------------------------------------- edit

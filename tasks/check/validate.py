@@ -33,7 +33,7 @@ from fixrl.sandbox.base import SandboxConfigError, SandboxError
 from fixrl.sandbox.factory import image_unsupported, require_images
 from fixrl.sandbox.pool import SandboxPool
 from fixrl.tasks.check.images import image_problem
-from fixrl.tasks.check.reward import Score, Submission, run_public_tests, score
+from fixrl.tasks.check.reward import GUARD_STOPPED, Score, Submission, run_public_tests, score
 from fixrl.tasks.check.rules import judge_changes, relax_hint, repo_modules, tree_changes
 from fixrl.tasks.check.validate_cache import ValidationCache
 from fixrl.tasks.format.loader import TaskError, build_environments, field_text, load_suite_lenient
@@ -118,6 +118,8 @@ def _public_tests(task: Task, sb) -> str | None:
         got = run_public_tests(task, sb, task.public_tests, task.limits.tool_timeout, {})
         if got.outcome == "error":
             raise SandboxError(got.reason)
+        if got.reason.startswith(GUARD_STOPPED):  # the `test` tool would say FAILED, whatever pytest said
+            return f"public test command {task.public_tests!r}: {got.reason}"
         res = _Ran(got.output, -1 if got.exit_code is None else got.exit_code, got.timed_out)
     else:
         res = sb.exec(task.public_tests, timeout=task.limits.tool_timeout)

@@ -13,6 +13,7 @@ from envkit import CLAMP_BUG as BUGGY_LINE
 from envkit import edit_episode
 
 from fixrl.envs import ToolCall
+from fixrl.tasks.check.run import GUARD_STOPPED
 
 # builtins without naming them: getattr is a builtin function, its __self__ the module
 IMPORT = '    load = getattr(getattr(getattr, "__se" + "lf__"), "__imp" + "ort__")\n'
@@ -89,3 +90,26 @@ def test_tool_only_attack_earns_nothing_where_the_rules_are_relaxed(relaxed_env,
     assert reward == 0.0 and info.outcome == "fail" and not info.hidden_pass, (name, info)
     assert "pkg/core.py" not in info.dropped_files, "the env's filter dropped it: the guard was not tested"
     assert info.check_tests.get("tests/test_hidden.py::test_clamp_above") != "passed", info.check_tests
+
+
+# pytest's own runner replaced as the changed module is imported: no test body runs, every
+# public test "passes" and pytest exits 0
+RUNTEST_AT_IMPORT = '"""Small numeric helpers."""\nimport _pytest.python\n\n' \
+    '_pytest.python.Function.runtest = lambda self: None\n'
+
+
+def test_the_test_tool_says_failed_when_the_guard_stopped_the_run(relaxed_env):
+    """The `test` tool reports the guard's finding, never "Tests PASSED", when changed code
+    tampered with the run in a way pytest's own output does not show; the episode's last test
+    run is no pass."""
+    env = relaxed_env()
+    env.reset()
+    obs = env.step(ToolCall("edit", {"path": "pkg/core.py", "old": '"""Small numeric helpers."""\n',
+                                     "new": RUNTEST_AT_IMPORT})).observation
+    assert obs.startswith("Edited pkg/core.py"), obs
+    out = env.step(ToolCall("test", {})).observation
+    assert out.startswith(f"Tests FAILED (exit status 0): {GUARD_STOPPED}"), out
+    assert "runtest" in out.splitlines()[0] and "PASSED" not in out, out
+    env.step(ToolCall("submit", {}))
+    reward, info = env.finish()
+    assert reward == 0.0 and info.outcome == "fail" and info.public_pass is False, info

@@ -12,6 +12,7 @@ from suitekit import BUG, FIX, HIDDEN, QUESTION_CHECK, REPO_FILES, fix_task, mak
 from fixrl.harness.cli import main as fixrl
 from fixrl.sandbox import SandboxPool
 from fixrl.tasks import Task, load_suite, validate_suite, validate_task
+from fixrl.tasks.check.run import GUARD_STOPPED
 
 IGNORES_ANSWER = {"command": "python -c 'pass'", "files": {}}
 
@@ -86,6 +87,17 @@ def test_repository_without_tests(pool, tmp_path):
     assert not res.ok
     assert any("public test command 'python -m pytest -q' exited 5: no tests collected "
                "(does the repository have tests?)" in r for r in res.reasons), res.reasons
+
+
+def test_public_tests_the_guard_stops_are_invalid(pool, tmp_path):
+    # The repository's conftest replaces pytest's runner: every public test "passes", pytest
+    # exits 0, and the `test` tool says FAILED with the guard's reason; validation says why.
+    conftest = "import _pytest.python\n\n_pytest.python.Function.runtest = lambda self: None\n"
+    root = make_suite(tmp_path, [question_task("stopped")], repo_files={**REPO_FILES, "tests/conftest.py": conftest})
+    res = validate_task(load_suite(root).tasks[0], pool, repeats=1)
+    assert not res.ok
+    assert any(r.startswith(f"public test command 'python -m pytest -q': {GUARD_STOPPED}") and "runtest" in r
+               for r in res.reasons), res.reasons
 
 
 def test_flaky_check_is_flagged(pool, tmp_path):
