@@ -214,14 +214,20 @@ def spec_for(changes: Mapping[str, tuple[str | None, str | None]],
     return GuardSpec(changed, {p: c for p, c in (readers or {}).items() if p not in changes}, originals)
 
 
+def _sources(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8", errors="replace")
+            for p in root.rglob("*.py") if p.is_file() and not p.is_symlink()}
+
+
+def python_changes(before: Path, after: Path) -> dict[str, tuple[str | None, str]]:
+    """Path -> (text in `before` or None, text in `after`) of the Python files that differ
+    from `before` to `after` (two repository trees on the host); files `after` lacks are left out."""
+    old, new = _sources(before), _sources(after)
+    return {path: (old.get(path), text) for path, text in new.items() if old.get(path) != text}
+
+
 def spec_between(before: Path, after: Path) -> GuardSpec:
     """GuardSpec for the Python files that differ from `before` to `after` (two repository
     trees on the host, e.g. the buggy state and the reference fix): each may do what its text
     in either tree names."""
-    def sources(root: Path) -> dict[str, str]:
-        return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8", errors="replace")
-                for p in root.rglob("*.py") if p.is_file() and not p.is_symlink()}
-
-    old, new = sources(before), sources(after)
-    return spec_for({path: (old.get(path), text) for path, text in new.items() if old.get(path) != text},
-                    frame_readers(before))
+    return spec_for(python_changes(before, after), frame_readers(before))

@@ -527,7 +527,8 @@ def test_the_check_keeps_the_test_commands_pytest_options():
 def test_the_test_tool_gets_the_time_a_whole_suite_run_gets(tmp_path):
     """more-itertools' test_more.py takes ~40 s idle, over 60 s on a busy machine: the agent's
     `test` tool (the whole suite, guarded, as the validation runs it) gets the check's factor
-    over the baseline (wcwidth: 17 s at the baseline, over 60 s through the check's runner)."""
+    over the guarded run's cost, up to 3x the baseline (wcwidth: 17 s at the baseline, over 60 s
+    through the check's runner; werkzeug's 60 s timed out under load)."""
     from collections import Counter
 
     from fixrl.tasks.generate.config import GenerateConfig
@@ -535,7 +536,7 @@ def test_the_test_tool_gets_the_time_a_whole_suite_run_gets(tmp_path):
 
     limits = lambda s: suite_config(tmp_path, tmp_path, Counter(), "pytest", GenerateConfig(), s)[  # noqa: E731
         "defaults"]["limits"]["tool_timeout"]
-    assert (limits(3.0), limits(17.0), limits(40.0), limits(1000.0)) == (60.0, 175.0, 405.0, 600.0)
+    assert (limits(1.0), limits(3.0), limits(17.0), limits(1000.0)) == (60.0, 95.0, 515.0, 600.0)
 
 
 def test_the_log_says_why_candidate_testing_stopped(generated):
