@@ -28,7 +28,9 @@ yield report is made from those results at the end.
    (PASS_TO_PASS) by node id, with the test files copied in as check files; the issue describes
    a symptom from a failing test (`tasks.generate.issue`); train / heldout are split by
    function; bug and fix are unified diffs.
-5. Validation (`validation.py` -> `Validation`): every task is validated (`tasks.check.validate`);
+5. Validation (`validation.py` -> `Validation`): the public command runs once on the clean
+   repository through the check's runner and guard, and a test only the guard fails or stops is
+   excluded from it (`parity.py`); every task is validated (`tasks.check.validate`);
    invalid ones are dropped and counted. A yield report (`report.py`: per operator, candidates,
    tested, broke tests, kept, valid) is printed and saved as `generate_report.json` in the
    suite; progress goes to stderr and to OUT/generate.log.
@@ -157,7 +159,7 @@ def _generate(repo: Path, test_cmd: str, out: Path, cfg: GenerateConfig, runner:
                 runner.close()
             journal.close()
         written = write_tasks(searched.kept, scanned, base, work, repo, out, test_cmd, cfg, rng, env)  # 4
-        validation = validate_tasks(written, cfg, progress)  # 5
+        validation = validate_tasks(written, base, test_cmd, cfg, progress)  # 5
         valid = len(written.tasks) + validation.spares_validated - len(validation.invalid)
         if valid:
             publish(written.stage, out, written.suite_config)

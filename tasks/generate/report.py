@@ -106,6 +106,9 @@ class GenerateReport:
     the first line of its error)."""
     spares_validated: int = 0
     """Tasks validated beyond `--max` to take the place of invalid ones."""
+    guard_excluded_tests: dict[str, object] = field(default_factory=dict)
+    """Tests excluded from the public command because only the check's guard fails or stops
+    them on the unmodified repository (`parity.py`): `count`, and `tests` (id -> why)."""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -168,7 +171,8 @@ def yield_report(run: RunInfo, cfg: GenerateConfig, s: Stages, seconds: float) -
                  "exclude_private": cfg.exclude_private},
         journal=run.journal, log=run.log,
         excluded_tests={"count": len(s.baseline.excluded), "tests": dict(sorted(s.baseline.excluded.items()))},
-        spares_validated=s.validation.spares_validated)
+        spares_validated=s.validation.spares_validated,
+        guard_excluded_tests={"count": len(s.validation.parity.excluded), "tests": s.validation.parity.excluded})
 
 
 def _op_stats(op: str, s: Stages) -> OpStats:
@@ -244,6 +248,14 @@ def print_report(report: GenerateReport, console=None) -> None:
             console.print(f"  excluded {nodeid}" + (f": {line}" if line else ""), markup=False, highlight=False)
         if len(excluded) > 10:
             console.print(f"  ... and {len(excluded) - 10} more (generate_report.json lists them all)")
+    guarded = report.guard_excluded_tests.get("tests") or {}
+    if guarded:
+        console.print(f"{len(guarded)} test(s) fail or stop only under the check's guard on the unmodified "
+                      "repository, excluded from the public command:")
+        for nodeid, why in list(guarded.items())[:10]:  # type: ignore[union-attr]
+            console.print(f"  excluded {nodeid}: {why}", markup=False, highlight=False)
+        if len(guarded) > 10:
+            console.print(f"  ... and {len(guarded) - 10} more (generate_report.json lists them all)")
     if report.spares_validated:
         console.print(f"{report.spares_validated} spare task(s) validated in place of invalid ones")
     if report.flaky:

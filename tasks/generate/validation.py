@@ -1,4 +1,6 @@
-"""Stage 5 of the generator, validation: every staged task is validated (`tasks.check.validate`:
+"""Stage 5 of the generator, validation: first the suite's public command is run the way the
+`test` tool runs it, and tests only the check's guard fails there are excluded from it
+(`parity.py`); then every staged task is validated (`tasks.check.validate`:
 its check fails on the bug, passes with the fix, gives the same verdict on every repeat, and the
 public tests run); an invalid one is removed from the staging folder and counted, and its slot
 goes to the next spare (a kept bug beyond `--max`, `Written.spares`), validated in turn, until
@@ -16,7 +18,9 @@ from pathlib import Path
 from fixrl.tasks.check.validate import ValidationResult, validate_suite
 from fixrl.tasks.format.loader import load_suite_config, load_task, task_defaults
 from fixrl.tasks.format.schema import Suite
+from fixrl.tasks.generate.baseline import Baseline
 from fixrl.tasks.generate.config import GenerateConfig
+from fixrl.tasks.generate.parity import Parity, guard_parity
 from fixrl.tasks.generate.progress import GenProgress
 from fixrl.tasks.generate.staging import remove_task
 from fixrl.tasks.generate.write import Written, WrittenTask
@@ -32,19 +36,24 @@ class Validation:
     """The invalid tasks whose check gave different verdicts over the `repeats` runs of a state."""
     spares: list[WrittenTask] = field(default_factory=list)
     """The spares validated in the place of invalid tasks (valid or not), in the order validated."""
+    parity: Parity = field(default_factory=Parity)
+    """The tests excluded from the public command because only the check's guard fails them."""
 
     @property
     def spares_validated(self) -> int:
         return len(self.spares)
 
 
-def validate_tasks(written: Written, cfg: GenerateConfig, progress: GenProgress) -> Validation:
-    """Validate the staged tasks, remove the invalid ones and validate spares in their place
-    (module docstring); with `--no-validate`, only the spares are removed."""
+def validate_tasks(written: Written, base: Baseline, test_cmd: str, cfg: GenerateConfig,
+                   progress: GenProgress) -> Validation:
+    """Guard parity for the public command, then validate the staged tasks, remove the invalid
+    ones and validate spares in their place (module docstring); with `--no-validate`, only the
+    spares are removed."""
     if not (cfg.validate and written.tasks):
         for t in written.spares:
             remove_task(written.stage, t.id)
         return Validation({})
+    parity = guard_parity(written, base, test_cmd, cfg, progress)
     # Validation runs here (a cluster runner tests candidates only): this machine's workers.
     jobs = cfg.workers or max(1, os.cpu_count() or 1)
     done = [0]
@@ -78,7 +87,7 @@ def validate_tasks(written: Written, cfg: GenerateConfig, progress: GenProgress)
             progress.note(f"{lost} task(s) invalid: validating {len(batch)} spare(s) in their place")
     for t in waiting:
         remove_task(written.stage, t.id)
-    return Validation(invalid, frozenset(flaky), used)
+    return Validation(invalid, frozenset(flaky), used, parity)
 
 
 def _validate(out: Path, ids: list[str], backend: str, workers: int, repeats: int,

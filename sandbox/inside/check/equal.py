@@ -383,15 +383,20 @@ def _resolved(mro, name):
 
 
 def _rebuilt(st, value, tp, base, expected, budget, memo):
-    """An exact `base` holding `value`'s items, reduced, read through `base`'s own C methods."""
+    """An exact `base` holding `value`'s items, reduced, read through `base`'s own C methods.
+    A dict or set is read from its C copy, made in one call: reading it item by item allocates,
+    the collector may run in between, and a weakref callback it runs may change it (jinja2's
+    ModuleLoader removes its module from `sys.modules` so: "dictionary changed size during
+    iteration", raised in the test)."""
     if base is dict:
+        value = dict.copy(value)
         pairs = list(zip(dict.keys(value), dict.values(value)))
         out = {}
         memo[id(value)] = (value, out)
         for k, v in pairs:
             out[_plain_of(st, k, expected, budget, memo, False)] = _plain_of(st, v, expected, budget, memo, False)
         return out
-    items = list(base.__iter__(value))
+    items = list(base.__iter__(set.copy(value) if base is set else value))
     if base is list:
         out = []
         memo[id(value)] = (value, out)
@@ -408,10 +413,10 @@ def _rebuilt_special(st, value, tp, mro, expected, budget, memo):
     def red(v):
         return _plain_of(st, v, expected, budget, memo, False)
 
-    if collections.Counter in mro:
-        return collections.Counter({red(k): red(v) for k, v in zip(dict.keys(value), dict.values(value))})
-    if collections.OrderedDict in mro:
-        return collections.OrderedDict((red(k), red(v)) for k, v in zip(dict.keys(value), dict.values(value)))
+    if collections.Counter in mro or collections.OrderedDict in mro:
+        items = dict.copy(value)  # one C call: see `_rebuilt`
+        pairs = ((red(k), red(v)) for k, v in zip(dict.keys(items), dict.values(items)))
+        return collections.Counter(dict(pairs)) if collections.Counter in mro else collections.OrderedDict(pairs)
     if collections.deque in mro:
         return collections.deque((red(v) for v in collections.deque.__iter__(value)),
                                  _DEQUE_MAXLEN(value))

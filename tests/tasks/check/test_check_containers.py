@@ -195,3 +195,48 @@ def test_a_library_container_keeps_its_own_membership_test(pool, tmp_path, cut, 
         r = run_check(task, sb, guard=spec_for({"calc.py": (LIBRARY.format(cut="[1:]"), None)}))
     assert r.outcome == outcome, (r.reason, r.tests, r.output[-1500:])
     assert r.tests["tests/test_hidden.py::test_environ"] == "passed", r.output[-1500:]
+
+
+# A container that changes while the guard reads it: every collection the reduction's own
+# allocations start adds a key (a weakref callback does so to sys.modules in jinja2's
+# `test_weak_references`: "dictionary changed size during iteration" was raised in the test).
+CHANGING_HIDDEN = textwrap.dedent("""\
+    import gc
+
+    from calc import names_of
+
+
+    def test_a_container_that_changes_while_it_is_read():
+        registry = {{("sailor", i): i for i in range(300)}}
+        grown = {set_or_dict}
+        seen = []
+
+        def grow(phase, info):
+            if phase == "start":
+                seen.append(1)
+                grown.add(len(seen)) if isinstance(grown, set) else grown.__setitem__(len(seen), 1)
+
+        old = gc.get_threshold()
+        gc.callbacks.append(grow)
+        gc.set_threshold(1)
+        try:
+            assert ("spy", 0) not in registry
+            assert "spy" not in grown
+            assert "sailor" in names_of([("sailor", 1), ("tinker", 0)])
+        finally:
+            gc.set_threshold(*old)
+            gc.callbacks.remove(grow)
+        assert seen
+""")
+
+
+@pytest.mark.parametrize("set_or_dict", ["set(range(300))", "dict.fromkeys(range(300))"])
+def test_a_container_the_collector_changes_while_it_is_reduced(pool, tmp_path, set_or_dict):
+    ws = write_repo(tmp_path / "ws", {"calc.py": LIBRARY.format(cut="")})
+    test = "tests/test_hidden.py::test_a_container_that_changes_while_it_is_read"
+    hidden = CHANGING_HIDDEN.format(set_or_dict=set_or_dict)
+    task = Task.model_validate(fix_task("t", repo=str(ws), check={
+        "files": {"tests/test_hidden.py": hidden}, "tests": [test], "timeout": 30}))
+    with pool.acquire(ws) as sb:
+        r = run_check(task, sb, guard=spec_for({"calc.py": (LIBRARY.format(cut="[1:]"), None)}))
+    assert r.outcome == "pass", (r.reason, r.tests, r.output[-1500:])

@@ -547,3 +547,68 @@ def test_the_log_says_why_candidate_testing_stopped(generated):
     assert "testing candidates until 14 bugs are kept: --max 6 plus spares" in log
     assert re.search(r"candidate testing (stopped: \d+ bugs kept, the 14 wanted|ended: every one of the \d+ "
                      r"candidates was decided, \d+ bugs kept of the 14 wanted)", log), log[-1500:]
+
+
+# A comparison dunder that is a descriptor object, no function (werkzeug's LocalProxy binds its
+# comparisons so): the guard cannot see its code and stops the run, though the test is unchanged.
+DESCRIPTOR_TEST = '''
+
+
+import operator
+
+
+class _Delegate:
+    def __init__(self, op):
+        self.op = op
+
+    def __get__(self, obj, owner=None):
+        return lambda other: self.op(obj.value, other)
+
+
+class Boxed:
+    __eq__ = _Delegate(operator.eq)
+    __hash__ = None
+
+    def __init__(self, value):
+        self.value = value
+
+
+def test_boxed_compares():
+    assert Boxed(3) == 3
+'''
+
+
+def test_tests_only_the_guard_stops_leave_the_public_command(tmp_path):
+    """The baseline passes every test; the `test` tool's guarded run of the same command stopped
+    at `test_boxed_compares`, every time, whatever the fix: the generator excludes it from the
+    public command, says why in the report, and the suite's tasks validate."""
+    from fixrl.tasks import load_suite, validate_suite
+
+    repo = make_repo(tmp_path, TESTS + DESCRIPTOR_TEST)
+    out = tmp_path / "suite"
+    report = generate(repo, "python -m pytest -q", out, max_tasks=2, seed=3, backend="local", workers=1,
+                      progress=False)
+    culprit = "tests/test_ops.py::test_boxed_compares"
+    guarded = report.guard_excluded_tests["tests"]
+    assert list(guarded) == [culprit] and guarded[culprit].startswith("the check's guard stopped the run in it: "), \
+        guarded
+    assert "Boxed.__eq__" in guarded[culprit] and report.excluded_tests["count"] == 0
+    public = yaml.safe_load((out / "suite.yaml").read_text())["defaults"]["public_tests"]
+    assert public == f"python -m pytest -q --deselect {culprit}"
+    assert report.valid >= 1
+    assert all(r.ok for r in validate_suite(load_suite(out), backend="local", repeats=1))
+
+
+def test_guard_only_names_failures_and_the_test_a_stop_ended():
+    from fixrl.tasks.check.reward import GUARD_STOPPED
+    from fixrl.tasks.generate.parity import guard_only
+
+    stable = {"a", "b", "c", "d"}
+    tests = {"a": "tampered", "b": "failed", "c": "missing", "d": "missing", "e": "failed"}
+    stopped = GUARD_STOPPED + "fixrl.compare: why"
+    assert guard_only(tests, stopped, stable) == {
+        "b": "fails only under the check's guard", "c": "the check's guard stopped the run in it: fixrl.compare: why"}
+    assert guard_only(tests, "", stable) == {"b": "fails only under the check's guard"}  # not stopped: no culprit
+    in_teardown = {"a": "tampered", "b": "error", "c": "missing"}
+    assert guard_only(in_teardown, stopped, stable)["b"].startswith("the check's guard stopped the run in it")
+    assert guard_only({"a": "passed", "e": "failed"}, "", stable) == {}  # e: failing at the baseline too
