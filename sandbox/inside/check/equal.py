@@ -389,8 +389,8 @@ def _rebuilt(st, value, tp, base, expected, budget, memo):
     ModuleLoader removes its module from `sys.modules` so: "dictionary changed size during
     iteration", raised in the test)."""
     if base is dict:
-        value = dict.copy(value)
-        pairs = list(zip(dict.keys(value), dict.values(value)))
+        items = dict.copy(value)
+        pairs = list(zip(dict.keys(items), dict.values(items)))
         out = {}
         memo[id(value)] = (value, out)
         for k, v in pairs:
