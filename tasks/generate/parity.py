@@ -9,8 +9,10 @@ with the guard's reason, and listed in the yield report.
 One guarded run of the public command on the clean repository (the first staged task's fixed
 state) per round: a test that failed or errored in it but passed in both baseline runs is
 excluded; when the guard stopped the run, the test it was running is excluded and the command
-runs again, up to `MAX_ROUNDS` runs. A suite whose public command the user wrote is left as
-it is (validation then reports a run the guard stops).
+runs again, up to `MAX_ROUNDS` runs. The run that found nothing is timed: the `test` tool gets
+at least 10x it (the generator's limit from the unguarded baseline is 5 s + 30x that; the guard
+costs 1.2x to 6.7x by library). A suite whose public command the user wrote is left as it is
+(validation then reports a run the guard stops).
 
 What this does not guarantee: that no check holds such a test (a task whose check does fails
 validation and its slot goes to a spare), nor that a stop outside any test (collection, the
@@ -30,7 +32,7 @@ from fixrl.tasks.format.materialize import materialize
 from fixrl.tasks.generate.baseline import BASELINE_TIMEOUT, Baseline
 from fixrl.tasks.generate.config import GenerateConfig
 from fixrl.tasks.generate.progress import GenProgress
-from fixrl.tasks.generate.staging import dump_yaml, public_command, write_atomic
+from fixrl.tasks.generate.staging import dump_yaml, public_command, tool_timeout, write_atomic
 from fixrl.tasks.generate.write import Written
 
 MAX_ROUNDS = 5
@@ -44,6 +46,8 @@ class Parity:
     excluded: dict[str, str] = field(default_factory=dict)
     command: str | None = None
     """The suite's new public command (None: unchanged)."""
+    seconds: float | None = None
+    """The guarded run's seconds, of the last run the guard found nothing in (None: none)."""
 
 
 def guard_only(tests: dict[str, str], reason: str, stable: set[str]) -> dict[str, str]:
@@ -75,7 +79,7 @@ def guard_parity(written: Written, base: Baseline, test_cmd: str, cfg: GenerateC
     stage = written.stage
     task = load_task(stage / "tasks" / "generated" / f"{written.tasks[0].id}.yaml",
                      task_defaults(load_suite_config(stage)), stage)
-    stable, new = set(base.stable), {}
+    stable, new, seconds = set(base.stable), {}, None
     with tempfile.TemporaryDirectory(prefix="fixrl-parity-") as tmp, \
             SandboxPool(1, backend=cfg.backend) as pool, \
             pool.acquire(materialize(task, Path(tmp) / "clean", "fixed"), image=task.sandbox_image) as sb:
@@ -87,16 +91,25 @@ def guard_parity(written: Written, base: Baseline, test_cmd: str, cfg: GenerateC
                 break
             found = guard_only(res.tests, res.reason, stable - new.keys())
             if not found:
+                seconds = res.seconds if not res.reason.startswith(GUARD_STOPPED) else None
                 break
             new.update(found)
             first = next(iter(found))
             progress.note(f"guard parity: {len(found)} test(s) fail or stop only under the check's guard, "
                           f"excluded from the public command (e.g. {first}: {found[first]})")
-    if not new:
-        return Parity()
-    command = public_command(test_cmd, sorted({*base.excluded, *new}))
-    config["defaults"]["public_tests"] = command
-    staged = yaml.safe_load((stage / "suite.yaml").read_text(encoding="utf-8"))
-    staged["defaults"]["public_tests"] = command
-    write_atomic(stage / "suite.yaml", dump_yaml(staged))
-    return Parity(dict(sorted(new.items())), command)
+    changed = {}
+    if new:
+        changed["public_tests"] = public_command(test_cmd, sorted({*base.excluded, *new}))
+    limits = config["defaults"].get("limits", {})
+    if seconds is not None and limits.get("tool_timeout") == tool_timeout(base.seconds, 30):
+        # the generator's own limit: at least 10x the run the tool makes, timed here
+        changed["tool_timeout"] = max(limits["tool_timeout"], tool_timeout(seconds, 10))
+    if changed:
+        staged = yaml.safe_load((stage / "suite.yaml").read_text(encoding="utf-8"))
+        for conf in (config, staged):
+            if "public_tests" in changed:
+                conf["defaults"]["public_tests"] = changed["public_tests"]
+            if "tool_timeout" in changed:
+                conf["defaults"]["limits"]["tool_timeout"] = changed["tool_timeout"]
+        write_atomic(stage / "suite.yaml", dump_yaml(staged))
+    return Parity(dict(sorted(new.items())), changed.get("public_tests"), seconds)

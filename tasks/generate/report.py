@@ -109,6 +109,9 @@ class GenerateReport:
     guard_excluded_tests: dict[str, object] = field(default_factory=dict)
     """Tests excluded from the public command because only the check's guard fails or stops
     them on the unmodified repository (`parity.py`): `count`, and `tests` (id -> why)."""
+    guarded_public_seconds: float | None = None
+    """The public command's seconds run as the `test` tool runs it, on the unmodified repository
+    (None: not run, or the guard found something in every run)."""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -172,7 +175,8 @@ def yield_report(run: RunInfo, cfg: GenerateConfig, s: Stages, seconds: float) -
         journal=run.journal, log=run.log,
         excluded_tests={"count": len(s.baseline.excluded), "tests": dict(sorted(s.baseline.excluded.items()))},
         spares_validated=s.validation.spares_validated,
-        guard_excluded_tests={"count": len(s.validation.parity.excluded), "tests": s.validation.parity.excluded})
+        guard_excluded_tests={"count": len(s.validation.parity.excluded), "tests": s.validation.parity.excluded},
+        guarded_public_seconds=s.validation.parity.seconds)
 
 
 def _op_stats(op: str, s: Stages) -> OpStats:

@@ -593,8 +593,11 @@ def test_tests_only_the_guard_stops_leave_the_public_command(tmp_path):
     assert list(guarded) == [culprit] and guarded[culprit].startswith("the check's guard stopped the run in it: "), \
         guarded
     assert "Boxed.__eq__" in guarded[culprit] and report.excluded_tests["count"] == 0
-    public = yaml.safe_load((out / "suite.yaml").read_text())["defaults"]["public_tests"]
-    assert public == f"python -m pytest -q --deselect {culprit}"
+    defaults = yaml.safe_load((out / "suite.yaml").read_text())["defaults"]
+    assert defaults["public_tests"] == f"python -m pytest -q --deselect {culprit}"
+    # the test tool's limit: at least 10x the guarded run parity timed (the floor, here)
+    assert report.guarded_public_seconds > 0
+    assert defaults["limits"]["tool_timeout"] == max(60.0, round(5 + 10 * report.guarded_public_seconds))
     assert report.valid >= 1
     assert all(r.ok for r in validate_suite(load_suite(out), backend="local", repeats=1))
 
