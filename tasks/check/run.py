@@ -46,7 +46,7 @@ import shlex
 import shutil
 import time
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
@@ -94,6 +94,8 @@ class CheckResult:
     reason: str = ""
     """Why it did not pass, in one line ('' for a pass)."""
     timed_out: bool = False
+    stopped_in: str | None = None
+    """The test the guard stopped the run in, when it did and one was running."""
 
     @property
     def passed(self) -> bool:
@@ -382,7 +384,9 @@ def _verdict(task: Task, sb: Sandbox, res: ExecResult, workdir: str) -> CheckRes
     for t in named:
         tests.setdefault(t, "missing")
     if report.get("tamper"):
-        return fail(GUARD_STOPPED + "; ".join(map(str, report["tamper"][:3])), tests)
+        stopped = fail(GUARD_STOPPED + "; ".join(map(str, report["tamper"][:3])), tests)
+        running = report.get("stopped_in")
+        return replace(stopped, stopped_in=running if isinstance(running, str) else None)
     if not report.get("finished") or not junit_raw:
         if report.get("finished"):
             return fail("no JUnit report: pytest did not finish normally", tests)

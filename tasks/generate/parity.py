@@ -6,10 +6,12 @@ public run of werkzeug and flask half-way) would show a correct fix as failing, 
 such tests are excluded from the suite's public command like those the baseline excludes, each
 with the guard's reason, and listed in the yield report.
 
-One guarded run of the public command on the clean repository (the first staged task's fixed
-state) per round: a test that failed or errored in it but passed in both baseline runs is
-excluded; when the guard stopped the run, the test it was running is excluded and the command
-runs again, up to `MAX_ROUNDS` runs. The run that found nothing is timed: the `test` tool gets
+A guarded run of the public command on the clean repository (the first staged task's fixed
+state): a test that failed or errored in it but passed in both baseline runs is excluded. When
+the guard stopped the run, the test it was running is excluded and each test file the run did
+not finish runs alone, again after each stop without the tests found so far (werkzeug and flask
+compare `LocalProxy` objects in dozens of tests), up to `MAX_ROUNDS` file runs; then the whole
+command once more. That last run, when the guard found nothing in it, is timed: the `test` tool gets
 at least 10x it (the generator's limit from the unguarded baseline is 5 s + 30x that; the guard
 costs 1.2x to 6.7x by library). A suite whose public command the user wrote is left as it is
 (validation then reports a run the guard stops).
@@ -27,15 +29,18 @@ import yaml
 
 from fixrl.sandbox.pool import SandboxPool
 from fixrl.tasks.check.reward import GUARD_STOPPED, run_public_tests
+from fixrl.tasks.check.run import CheckResult
 from fixrl.tasks.format.loader import load_suite_config, load_task, task_defaults
 from fixrl.tasks.format.materialize import materialize
 from fixrl.tasks.generate.baseline import BASELINE_TIMEOUT, Baseline
+from fixrl.tasks.generate.commands import check_command
 from fixrl.tasks.generate.config import GenerateConfig
 from fixrl.tasks.generate.progress import GenProgress
 from fixrl.tasks.generate.staging import dump_yaml, public_command, tool_timeout, write_atomic
 from fixrl.tasks.generate.write import Written
 
-MAX_ROUNDS = 5
+MAX_ROUNDS = 300
+"""Guarded runs of single test files, at most, after the whole command's run stopped."""
 
 
 @dataclass(frozen=True)
@@ -50,20 +55,15 @@ class Parity:
     """The guarded run's seconds, of the last run the guard found nothing in (None: none)."""
 
 
-def guard_only(tests: dict[str, str], reason: str, stable: set[str]) -> dict[str, str]:
+def guard_only(tests: dict[str, str], reason: str, stable: set[str], stopped_in: str | None = None
+               ) -> dict[str, str]:
     """The tests one guarded run of the clean repository shows failing that the baseline shows
-    passing (`tests`: node id -> outcome, in run order), each -> why; and, when the guard stopped
-    the run, the test it was running."""
+    passing (`tests`: node id -> outcome), each -> why; and the test the guard stopped the run
+    in (`stopped_in`, the runner's report), an unstable one too: a stop ends every run it is in."""
     found = {n: "fails only under the check's guard" for n, o in tests.items()
              if o in ("failed", "error") and n in stable}
-    if reason.startswith(GUARD_STOPPED):
-        # Stopped in a test's setup or call: its outcome is missing, like every test after it;
-        # in its teardown: error, and it is the last test that reported anything.
-        ran = [n for n, o in tests.items() if o != "missing"]
-        running = ran[-1] if ran and tests[ran[-1]] == "error" else next(
-            (n for n, o in tests.items() if o == "missing"), None)
-        if running in stable:
-            found[running] = "the check's guard stopped the run in it: " + reason[len(GUARD_STOPPED):][:300]
+    if reason.startswith(GUARD_STOPPED) and stopped_in is not None:
+        found[stopped_in] = "the check's guard stopped the run in it: " + reason[len(GUARD_STOPPED):][:300]
     return found
 
 
@@ -83,20 +83,37 @@ def guard_parity(written: Written, base: Baseline, test_cmd: str, cfg: GenerateC
     with tempfile.TemporaryDirectory(prefix="fixrl-parity-") as tmp, \
             SandboxPool(1, backend=cfg.backend) as pool, \
             pool.acquire(materialize(task, Path(tmp) / "clean", "fixed"), image=task.sandbox_image) as sb:
-        for _ in range(MAX_ROUNDS):
-            command = public_command(test_cmd, sorted({*base.excluded, *new}))
+
+        def run(command: str) -> CheckResult | None:
             res = run_public_tests(task, sb, command, BASELINE_TIMEOUT, {})
             if res.outcome == "error" or res.timed_out:  # the sandbox's failure or time: validation tells
-                progress.note(f"guard parity: the guarded public run did not finish ({res.reason[:200]})")
-                break
-            found = guard_only(res.tests, res.reason, stable - new.keys())
-            if not found:
-                seconds = res.seconds if not res.reason.startswith(GUARD_STOPPED) else None
-                break
+                progress.note(f"guard parity: a guarded run did not finish ({res.reason[:200]})")
+                return None
+            found = {n: why for n, why in guard_only(res.tests, res.reason, stable, res.stopped_in).items()
+                     if n not in new}
             new.update(found)
-            first = next(iter(found))
-            progress.note(f"guard parity: {len(found)} test(s) fail or stop only under the check's guard, "
-                          f"excluded from the public command (e.g. {first}: {found[first]})")
+            if found:
+                first = next(iter(found))
+                progress.note(f"guard parity: {len(found)} test(s) fail or stop only under the check's guard, "
+                              f"excluded from the public command (e.g. {first}: {found[first]})")
+            return res
+
+        res = run(public_command(test_cmd, sorted({*base.excluded, *new})))
+        if res is not None and res.reason.startswith(GUARD_STOPPED):
+            # A stop ends the run: each file not run to its end runs alone, again after each stop
+            # without the test it stopped in (a stop is one test; a file is seconds).
+            files = list(dict.fromkeys(n.split("::", 1)[0] for n, o in res.tests.items() if o == "missing"))
+            runs = 0
+            for path in files:
+                while runs < MAX_ROUNDS:
+                    runs, known = runs + 1, len(new)
+                    alone = run(public_command(check_command(test_cmd, [path]), sorted({*base.excluded, *new})))
+                    if alone is None or not alone.reason.startswith(GUARD_STOPPED) or len(new) == known:
+                        break  # the file ran to its end, or stopped where no test can be left out
+        if new and res is not None:
+            res = run(public_command(test_cmd, sorted({*base.excluded, *new})))
+        if res is not None and not res.reason.startswith(GUARD_STOPPED) and not guard_only(res.tests, "", stable):
+            seconds = res.seconds
     changed = {}
     if new:
         changed["public_tests"] = public_command(test_cmd, sorted({*base.excluded, *new}))

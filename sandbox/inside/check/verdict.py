@@ -19,13 +19,32 @@ def build_report(events, status):
         exit_code = os.WEXITSTATUS(status)
     else:
         exit_code = 128 + os.WTERMSIG(status)
+    stopped_in = _running(events, order) if tamper else None
     if tamper:
         tests = {k: ("tampered" if v == "passed" else v) for k, v in tests.items()}
     listed = dict(list(tests.items())[:MAX_REPORT_IDS])
     return {"tests": listed, "unlisted_passed": sum(v == "passed" for v in list(tests.values())[MAX_REPORT_IDS:]),
             "unlisted": max(len(tests) - MAX_REPORT_IDS, 0), "collected": len(order),
             "finished": finish is not None, "exitstatus": finish.get("exitstatus") if finish else None,
-            "exit_code": exit_code, "tamper": tamper[:50]}
+            "exit_code": exit_code, "tamper": tamper[:50], "stopped_in": stopped_in}
+
+
+def _running(events, order):
+    """The test a stopped run was in: one whose setup reported and whose teardown never did,
+    else the next in collection order after the last test that reported (stopped in its setup);
+    None before the first test reported or after the last one."""
+    current = last = None
+    for ev in events:
+        if ev.get("e") == "phase" and isinstance(ev.get("id"), str):
+            last = ev["id"]
+            if ev.get("when") == "setup":
+                current = last
+            elif ev.get("when") == "teardown" and last == current:
+                current = None
+    if current is not None or last not in order:
+        return current
+    after = order.index(last) + 1
+    return order[after] if after < len(order) else None
 
 
 def verdicts(events):

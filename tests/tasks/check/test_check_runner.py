@@ -90,6 +90,19 @@ def test_garbage_and_tamper_events_fail_the_run():
     assert report["tamper"] == ["pytest was modified"]
 
 
+def test_a_stopped_run_names_the_test_it_was_in():
+    stop = {"e": "tamper", "what": "fixrl.compare: ..."}
+    in_call = build_report([COLLECTED, *run(A), phase(B, "setup"), stop], 97 << 8)
+    assert in_call["stopped_in"] == B and in_call["tests"] == {A: "tampered", B: "missing"}
+    in_setup = build_report([COLLECTED, *run(A), stop], 97 << 8)  # B's setup never reported
+    assert in_setup["stopped_in"] == B
+    at_collection = build_report([COLLECTED, stop], 97 << 8)
+    assert at_collection["stopped_in"] is None
+    at_the_end = build_report([COLLECTED, *run(A, B), stop], 97 << 8)
+    assert at_the_end["stopped_in"] is None
+    assert build_report([COLLECTED, *run(A, B), FINISH], EXITED_0)["stopped_in"] is None  # no stop
+
+
 def test_report_frame_is_found_and_stripped():
     body = b'{"tests": {}}'
     digest = hashlib.sha256(body).hexdigest()

@@ -575,26 +575,37 @@ class Boxed:
 
 def test_boxed_compares():
     assert Boxed(3) == 3
+
+
+def test_add_all_again():
+    assert add_all([2, 2]) == 4
+
+
+def test_again_boxed():
+    assert Boxed(4) == 4
 '''
 
 
 def test_tests_only_the_guard_stops_leave_the_public_command(tmp_path):
     """The baseline passes every test; the `test` tool's guarded run of the same command stopped
-    at `test_boxed_compares`, every time, whatever the fix: the generator excludes it from the
-    public command, says why in the report, and the suite's tasks validate."""
+    at `test_boxed_compares` (and, without it, at `test_again_boxed`), every time,
+    whatever the fix: the generator excludes both from the public command, says why in the
+    report, and the suite's tasks validate."""
     from fixrl.tasks import load_suite, validate_suite
 
     repo = make_repo(tmp_path, TESTS + DESCRIPTOR_TEST)
     out = tmp_path / "suite"
     report = generate(repo, "python -m pytest -q", out, max_tasks=2, seed=3, backend="local", workers=1,
                       progress=False)
-    culprit = "tests/test_ops.py::test_boxed_compares"
+    # two stops, one file: the second is found by running the file alone without the first
+    culprits = ["tests/test_ops.py::test_again_boxed", "tests/test_ops.py::test_boxed_compares"]
     guarded = report.guard_excluded_tests["tests"]
-    assert list(guarded) == [culprit] and guarded[culprit].startswith("the check's guard stopped the run in it: "), \
-        guarded
-    assert "Boxed.__eq__" in guarded[culprit] and report.excluded_tests["count"] == 0
+    assert list(guarded) == culprits, guarded
+    assert all(why.startswith("the check's guard stopped the run in it: ") and "Boxed.__eq__" in why
+               for why in guarded.values()), guarded
+    assert report.excluded_tests["count"] == 0
     defaults = yaml.safe_load((out / "suite.yaml").read_text())["defaults"]
-    assert defaults["public_tests"] == f"python -m pytest -q --deselect {culprit}"
+    assert defaults["public_tests"] == "python -m pytest -q " + " ".join(f"--deselect {c}" for c in culprits)
     # the test tool's limit: at least 10x the guarded run parity timed (the floor, here)
     assert report.guarded_public_seconds > 0
     assert defaults["limits"]["tool_timeout"] == max(60.0, round(5 + 10 * report.guarded_public_seconds))
@@ -609,9 +620,8 @@ def test_guard_only_names_failures_and_the_test_a_stop_ended():
     stable = {"a", "b", "c", "d"}
     tests = {"a": "tampered", "b": "failed", "c": "missing", "d": "missing", "e": "failed"}
     stopped = GUARD_STOPPED + "fixrl.compare: why"
-    assert guard_only(tests, stopped, stable) == {
+    assert guard_only(tests, stopped, stable, "c") == {
         "b": "fails only under the check's guard", "c": "the check's guard stopped the run in it: fixrl.compare: why"}
-    assert guard_only(tests, "", stable) == {"b": "fails only under the check's guard"}  # not stopped: no culprit
-    in_teardown = {"a": "tampered", "b": "error", "c": "missing"}
-    assert guard_only(in_teardown, stopped, stable)["b"].startswith("the check's guard stopped the run in it")
+    assert guard_only(tests, "", stable, "c") == {"b": "fails only under the check's guard"}  # not stopped
+    assert guard_only(tests, stopped, stable, None) == {"b": "fails only under the check's guard"}  # no test ran
     assert guard_only({"a": "passed", "e": "failed"}, "", stable) == {}  # e: failing at the baseline too
