@@ -129,9 +129,10 @@ class GuardSpec:
     them do so when changed code calls them (the runner's `check.core._attribute`)."""
     originals: Mapping[str, Mapping[str, Mapping[str, str]]] = field(default_factory=dict)
     """Repository-relative path of each changed file that existed -> class qualname -> the
-    source of each comparison method (`__eq__`, `__ne__`) the ORIGINAL class defined: the
-    snapshot the hidden tests' comparisons use for the repository's own objects
-    (`original_comparisons`; the runner's `check.equal`). A class absent here defined none."""
+    source of each comparison method (`__eq__`, `__ne__`, `__contains__`) the ORIGINAL class
+    defined: the snapshot the hidden tests' comparisons use for the repository's own objects
+    (`original_comparisons`; the runner's `check.equal`). Every original class is here ({}: it
+    defined none); a class absent here is one the agent added."""
 
     def to_wire(self) -> dict[str, list[str]]:
         """The form the sandboxed runner reads (JSON)."""
@@ -148,11 +149,11 @@ _COMPARISON_METHODS = ("__eq__", "__ne__", "__contains__")
 
 
 def original_comparisons(text: str) -> dict[str, dict[str, str]]:
-    """Class qualname -> {method name: its source, dedented} for every comparison method a
-    class of this Python source defines by a `def` in its body (nested classes included); {}
-    when it defines none or does not parse (then no snapshot: such classes compare by what
-    their bases originally defined)."""
-    if not any(name in text for name in _COMPARISON_METHODS):
+    """Class qualname -> {method name: its source, dedented} for every class of this Python
+    source (nested classes included), each with the comparison methods it defines by a `def` in
+    its body ({}: none; such a class compares by what its bases originally defined); {} when the
+    source defines no class or does not parse."""
+    if "class" not in text:
         return {}
     try:
         tree = ast.parse(text)
@@ -165,6 +166,7 @@ def original_comparisons(text: str) -> dict[str, dict[str, str]]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.ClassDef):
                 qual = prefix + child.name
+                out.setdefault(qual, {})
                 for item in child.body:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in _COMPARISON_METHODS:
                         source = ast.get_source_segment(text, item, padded=True)

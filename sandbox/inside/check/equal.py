@@ -39,6 +39,7 @@ from .base import (
     _CORE,
     _FUNCTION,
     _TYPE_DICT_MODULE,
+    _TYPE_NAME,
     _TYPE_QUALNAME,
     _abspath,
     _c_type,
@@ -47,6 +48,7 @@ from .base import (
     _type_dict,
 )
 from .core import _code_cats, _is_test_code
+from .sides import _children
 
 _PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None), range, type(Ellipsis),
                     type(NotImplemented), bytearray, memoryview})
@@ -229,8 +231,9 @@ def _original_membership(st, mro):
     operand (a list subclass searched as the list it is). None as well when the method is a C
     type's (list's own search), a library's or the standard library's (`UserList` asks its
     `data`, which the agent may have made a mapping that answers every key), code of the
-    agent's, or when a class of a changed file comes first along the MRO without an original
-    `__contains__` (a subclass the agent added, overriding a helper the original method calls).
+    agent's, or when a class the agent added to a changed file comes first along the MRO (a
+    subclass overriding a helper the original method calls); an original class of a changed file
+    without an original `__contains__` passes the walk on to its bases.
     Not guaranteed, as for `==`: the original method runs on the agent's data and calls the
     class's other methods as they are now, and a repository container whose own semantics
     answer every `in` (a wildcard) answers so here too. (The value's own class is `mro[0]`: one
@@ -242,7 +245,10 @@ def _original_membership(st, mro):
         if where is None:
             return None
         if where in st.changed:
-            return _snapshot_method(st, where, klass, "__contains__")
+            snap = _snapshot_method(st, where, klass, "__contains__")
+            if snap is not None or _TYPE_QUALNAME(klass) not in st.originals.get(where, {}):
+                return snap  # none for a class the agent added
+            continue  # an original class that inherits its membership test (cachetools' LFUCache)
         fn = _type_dict(klass).get("__contains__")
         if fn is None:
             continue
@@ -509,6 +515,7 @@ def _snapshot_method(st, path, klass, name):
     a = st.ast
     tree = st.compile(source, path, "exec", st.only_ast, dont_inherit=True)
     method = tree.body[0]
+    _mangle(st, method, _TYPE_NAME(klass))
     maker = a.FunctionDef("@fixrl_original", a.arguments([], [a.arg("__class__")], None, [], [], None, []),
                           [method, a.Return(a.Name(method.name, a.Load()))], [], None, None)
     module = a.Module([maker], [])
@@ -519,6 +526,32 @@ def _snapshot_method(st, path, klass, name):
     fn = _FUNCTION(made, namespace)(klass)
     st.original_compiled[key] = (klass, fn)
     return fn
+
+
+def _mangle(st, method, class_name):
+    """Python's private-name mangling, which a method compiled outside its class body misses:
+    `self.__items` in a method of TLRUCache reads `_TLRUCache__items` (cachetools)."""
+    owner = class_name.lstrip("_")
+    if not owner:
+        return
+
+    def mangled(name):
+        return f"_{owner}{name}" if name.startswith("__") and not name.endswith("__") else name
+
+    a = st.ast
+    todo = [method]
+    while todo:
+        node = todo.pop()
+        todo += _children(st, node)
+        kind = type(node)
+        if kind is a.Name:
+            node.id = mangled(node.id)
+        elif kind is a.Attribute:
+            node.attr = mangled(node.attr)
+        elif kind is a.arg or kind is a.keyword and node.arg is not None:
+            node.arg = mangled(node.arg)
+        elif kind in (a.Global, a.Nonlocal):
+            node.names = [mangled(n) for n in node.names]
 
 
 def _class_file(st, tp):

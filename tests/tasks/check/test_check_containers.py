@@ -240,3 +240,30 @@ def test_a_container_the_collector_changes_while_it_is_reduced(pool, tmp_path, s
     with pool.acquire(ws) as sb:
         r = run_check(task, sb, guard=spec_for({"calc.py": (LIBRARY.format(cut="[1:]"), None)}))
     assert r.outcome == "pass", (r.reason, r.tests, r.output[-1500:])
+
+
+# cachetools: an original class of the changed file that inherits its membership test
+# (`LFUCache(Cache)`), and an original `__contains__` that reads a private, mangled attribute
+# (`TLRUCache.__contains__` reads `self.__items`); both raised in the test with the fix.
+MANGLED = textwrap.dedent("""\
+    class Base:
+        def __init__(self, items):
+            self.__items = list(items)
+
+        def __contains__(self, key):
+            return key in self.__items
+
+
+    class Child(Base):
+        pass
+
+
+    def pairs_of(items):
+        return Child(key for key, _ in items{cut})
+""")
+
+
+@pytest.mark.parametrize("cut, outcome", [("", "pass"), ("[1:]", "fail")], ids=["fixed", "buggy"])
+def test_an_inherited_original_membership_test_with_private_names(pool, tmp_path, cut, outcome):
+    r = judge(pool, tmp_path, {"calc.py": MANGLED.format(cut=cut)}, "calc", "calc.py", MANGLED.format(cut="[1:]"))
+    assert r.outcome == outcome, (r.reason, r.tests, r.output[-1500:])
