@@ -16,7 +16,7 @@ from rich.table import Table
 
 from fixrl.harness.bench.errors import BenchError
 from fixrl.sandbox import Sandbox, SandboxPool
-from fixrl.tasks.check.guard import GuardSpec, python_changes, spec_between
+from fixrl.tasks.check.guard import GuardSpec, frame_readers, python_changes, spec_for
 from fixrl.tasks.check.reward import GUARD_STOPPED, run_public_tests
 from fixrl.tasks.check.run import run_check
 from fixrl.tasks.format.loader import load_suite
@@ -70,7 +70,8 @@ def measure(cfg: Config) -> dict[str, Any]:
         for i, task in enumerate(chosen):
             buggy = materialize(task, Path(tmp) / f"{i}-buggy", "buggy")
             fixed = materialize(task, Path(tmp) / f"{i}-fixed", "fixed")
-            spec, changes = spec_between(buggy, fixed), python_changes(buggy, fixed)
+            changes = python_changes(buggy, fixed)  # read once: the spec and the public arm's edit
+            spec = spec_for(changes, frame_readers(buggy))
             with pool.acquire(fixed, image=task.sandbox_image) as sb:
                 _run(cfg, task, sb, spec, changes, True)  # warm: the first run pays for start-ups
                 for _ in range(cfg.repeats):

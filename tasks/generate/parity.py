@@ -27,11 +27,13 @@ from pathlib import Path
 
 import yaml
 
+from fixrl.sandbox.base import Sandbox
 from fixrl.sandbox.pool import SandboxPool
 from fixrl.tasks.check.reward import GUARD_STOPPED, run_public_tests
 from fixrl.tasks.check.run import CheckResult
 from fixrl.tasks.format.loader import load_suite_config, load_task, task_defaults
 from fixrl.tasks.format.materialize import materialize
+from fixrl.tasks.format.schema import Task
 from fixrl.tasks.generate.baseline import BASELINE_TIMEOUT, Baseline
 from fixrl.tasks.generate.commands import check_command
 from fixrl.tasks.generate.config import GenerateConfig
@@ -73,60 +75,96 @@ def guard_parity(written: Written, base: Baseline, test_cmd: str, cfg: GenerateC
     on the clean repository (module docstring); the stage's suite.yaml and `written.suite_config`
     get the new command."""
     config = written.suite_config
-    ours = public_command(test_cmd, sorted(base.excluded))
-    if not (cfg.validate and written.tasks) or config.get("defaults", {}).get("public_tests") != ours:
+    if not (cfg.validate and written.tasks) or \
+            config.get("defaults", {}).get("public_tests") != public_command(test_cmd, sorted(base.excluded)):
         return Parity()
     stage = written.stage
     task = load_task(stage / "tasks" / "generated" / f"{written.tasks[0].id}.yaml",
                      task_defaults(load_suite_config(stage)), stage)
-    stable, new, seconds = set(base.stable), {}, None
     with tempfile.TemporaryDirectory(prefix="fixrl-parity-") as tmp, \
             SandboxPool(1, backend=cfg.backend) as pool, \
             pool.acquire(materialize(task, Path(tmp) / "clean", "fixed"), image=task.sandbox_image) as sb:
-
-        def run(command: str) -> CheckResult | None:
-            res = run_public_tests(task, sb, command, BASELINE_TIMEOUT, {})
-            if res.outcome == "error" or res.timed_out:  # the sandbox's failure or time: validation tells
-                progress.note(f"guard parity: a guarded run did not finish ({res.reason[:200]})")
-                return None
-            found = {n: why for n, why in guard_only(res.tests, res.reason, stable, res.stopped_in).items()
-                     if n not in new}
-            new.update(found)
-            if found:
-                first = next(iter(found))
-                progress.note(f"guard parity: {len(found)} test(s) fail or stop only under the check's guard, "
-                              f"excluded from the public command (e.g. {first}: {found[first]})")
-            return res
-
-        res = run(public_command(test_cmd, sorted({*base.excluded, *new})))
-        if res is not None and res.reason.startswith(GUARD_STOPPED):
-            # A stop ends the run: each file not run to its end runs alone, again after each stop
-            # without the test it stopped in (a stop is one test; a file is seconds).
-            files = list(dict.fromkeys(n.split("::", 1)[0] for n, o in res.tests.items() if o == "missing"))
-            runs = 0
-            for path in files:
-                while runs < MAX_ROUNDS:
-                    runs, known = runs + 1, len(new)
-                    alone = run(public_command(check_command(test_cmd, [path]), sorted({*base.excluded, *new})))
-                    if alone is None or not alone.reason.startswith(GUARD_STOPPED) or len(new) == known:
-                        break  # the file ran to its end, or stopped where no test can be left out
-        if new and res is not None:
-            res = run(public_command(test_cmd, sorted({*base.excluded, *new})))
-        if res is not None and not res.reason.startswith(GUARD_STOPPED) and not guard_only(res.tests, "", stable):
-            seconds = res.seconds
+        probe = _Probe(task, sb, test_cmd, base, progress)
+        seconds = probe.timed_clean_run()
     changed = {}
-    if new:
-        changed["public_tests"] = public_command(test_cmd, sorted({*base.excluded, *new}))
+    if probe.new:
+        changed["public_tests"] = probe.command()
     limits = config["defaults"].get("limits", {})
     if seconds is not None and limits.get("tool_timeout") == tool_timeout(base.seconds, 30):
         # the generator's own limit: at least 10x the run the tool makes, timed here
         changed["tool_timeout"] = max(limits["tool_timeout"], tool_timeout(seconds, 10))
     if changed:
-        staged = yaml.safe_load((stage / "suite.yaml").read_text(encoding="utf-8"))
-        for conf in (config, staged):
-            if "public_tests" in changed:
-                conf["defaults"]["public_tests"] = changed["public_tests"]
-            if "tool_timeout" in changed:
-                conf["defaults"]["limits"]["tool_timeout"] = changed["tool_timeout"]
-        write_atomic(stage / "suite.yaml", dump_yaml(staged))
-    return Parity(dict(sorted(new.items())), changed.get("public_tests"), seconds)
+        _write_defaults(stage, config, changed)
+    return Parity(dict(sorted(probe.new.items())), changed.get("public_tests"), seconds)
+
+
+@dataclass
+class _Probe:
+    """Guarded public runs of the clean repository in one sandbox; `new` gathers the tests only
+    the guard fails or stops (test -> why)."""
+
+    task: Task
+    sb: Sandbox
+    test_cmd: str
+    base: Baseline
+    progress: GenProgress
+    new: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.stable = set(self.base.stable)
+
+    def command(self, files: list[str] | None = None) -> str:
+        """The public command (of `files` alone, if given) without the tests excluded so far."""
+        cmd = check_command(self.test_cmd, files) if files else self.test_cmd
+        return public_command(cmd, sorted({*self.base.excluded, *self.new}))
+
+    def timed_clean_run(self) -> float | None:
+        """Run the command, the files a stop left unfinished alone, and the command once more
+        when tests were excluded; the last run's seconds when the guard found nothing in it."""
+        res = self.run(self.command())
+        if res is not None and res.reason.startswith(GUARD_STOPPED):
+            self._files_alone(res)
+        if self.new and res is not None:
+            res = self.run(self.command())
+        if res is None or res.reason.startswith(GUARD_STOPPED) or guard_only(res.tests, "", self.stable):
+            return None
+        return res.seconds
+
+    def _files_alone(self, stopped: CheckResult) -> None:
+        # A stop ends the run: each file not run to its end runs alone, again after each stop
+        # without the test it stopped in (a stop is one test; a file is seconds).
+        files = list(dict.fromkeys(n.split("::", 1)[0] for n, o in stopped.tests.items() if o == "missing"))
+        runs = 0
+        for path in files:
+            while runs < MAX_ROUNDS:
+                runs, known = runs + 1, len(self.new)
+                alone = self.run(self.command([path]))
+                if alone is None or not alone.reason.startswith(GUARD_STOPPED) or len(self.new) == known:
+                    break  # the file ran to its end, or stopped where no test can be left out
+
+    def run(self, command: str) -> CheckResult | None:
+        """One guarded run; its new guard-only tests join `new`. None when it did not finish."""
+        res = run_public_tests(self.task, self.sb, command, BASELINE_TIMEOUT, {})
+        if res.outcome == "error" or res.timed_out:  # the sandbox's failure or time: validation tells
+            self.progress.note(f"guard parity: a guarded run did not finish ({res.reason[:200]})")
+            return None
+        found = {n: why for n, why in guard_only(res.tests, res.reason, self.stable, res.stopped_in).items()
+                 if n not in self.new}
+        self.new.update(found)
+        if found:
+            first = next(iter(found))
+            self.progress.note(f"guard parity: {len(found)} test(s) fail or stop only under the check's guard, "
+                               f"excluded from the public command (e.g. {first}: {found[first]})")
+        return res
+
+
+def _write_defaults(stage: Path, config: dict, changed: dict) -> None:
+    """Set `changed` (public_tests, tool_timeout) in the suite's defaults: in memory and in the
+    stage's suite.yaml."""
+    staged = yaml.safe_load((stage / "suite.yaml").read_text(encoding="utf-8"))
+    for conf in (config, staged):
+        if "public_tests" in changed:
+            conf["defaults"]["public_tests"] = changed["public_tests"]
+        if "tool_timeout" in changed:
+            conf["defaults"]["limits"]["tool_timeout"] = changed["tool_timeout"]
+    write_atomic(stage / "suite.yaml", dump_yaml(staged))

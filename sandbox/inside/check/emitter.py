@@ -265,7 +265,8 @@ def _settled(st, pytest_only):
     check takes the C-speed path again instead of walking every namespace -- and a name set to
     data first and to code later is a replaced name, not a settled one."""
     groups, fast = st.snapshot
-    if list(map(len, fast[pytest_only][3])) == fast[pytest_only][4]:
+    _nss, _keys, _vals, proxies, lens = fast[pytest_only]
+    if list(map(len, proxies)) == lens:
         return  # the common case, at every comparison: C speed, no walk over the groups
     chosen = {id(g) for g in _chosen(groups, pytest_only)}
     checked = [g[5] is not None and id(g) in chosen for g in groups]
