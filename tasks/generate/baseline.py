@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from fixrl.tasks.generate.progress import GenProgress
 
 log = logging.getLogger(__name__)
 
-BASELINE_TIMEOUT = 600.0
+_RUNS = ("the baseline run", "the coverage run (the second baseline run, under the generator's coverage plugin)")
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,8 @@ def baseline(runner: Runner, work: Path, test_cmd: str, cfg: GenerateConfig, jou
                             "starts a fresh interpreter (slower). The forked run's output ends: %s", bad.output[-600:])
                 fork = False
             results = plain
-        checked = _check_baseline([as_test_run(r) for r in results], test_cmd, results, cfg.max_baseline_failures)
+        checked = _check_baseline([as_test_run(r) for r in results], test_cmd, results, cfg.max_baseline_failures,
+                                  cfg.baseline_timeout)
         rec = {"stable": sorted(checked.stable), "seconds": round(results[0].seconds, 3), "fork": fork,
                "excluded": dict(sorted(checked.excluded.items()))}
         journal.put("baseline", rec)
@@ -134,17 +136,19 @@ def baseline(runner: Runner, work: Path, test_cmd: str, cfg: GenerateConfig, jou
                     fork, dict(rec.get("excluded") or {}))
 
 def _baseline_runs(runner: Runner, work: Path, test_cmd: str, cfg: GenerateConfig) -> list[JobResult]:
-    jobs = [TestJob(test_cmd, BASELINE_TIMEOUT, fork=cfg.fork),
-            TestJob(test_cmd, BASELINE_TIMEOUT, cover=cfg.select, fork=cfg.fork)]
-    futures = [runner.submit(run_job, work, j, seconds=BASELINE_TIMEOUT + 300) for j in jobs]
+    jobs = [TestJob(test_cmd, cfg.baseline_timeout, fork=cfg.fork),
+            TestJob(test_cmd, cfg.baseline_timeout, cover=cfg.select, fork=cfg.fork)]
+    futures = [runner.submit(run_job, work, j, seconds=cfg.baseline_timeout + 300) for j in jobs]
     return [f.result() for f in futures]  # a SandboxError here is the run's: nothing to judge yet
 
 
-def _timed_out(test_cmd: str, result: JobResult | None) -> str:
-    """The message of a baseline stopped by its time limit: the test it was running when it was
-    stopped (a live server that never answers, a read that waits on the network the sandbox
-    does not have) and how to leave it out."""
-    msg = f"repository without passing tests: `{test_cmd}` did not finish in {BASELINE_TIMEOUT:.0f} s"
+def _timed_out(test_cmd: str, result: JobResult | None, timeout: float, which: int = 0) -> str:
+    """The message of a baseline run stopped by its time limit (`which`: 0 the baseline run, 1
+    the coverage run): the test it was running when it was stopped (a live server that never
+    answers, a read that waits on the network the sandbox does not have) and how to leave it out,
+    or to give a suite that is only slow more time."""
+    msg = (f"repository without passing tests: `{test_cmd}` did not finish in {timeout:.0f} s in {_RUNS[which]}; "
+           "a suite that is only slow: raise --baseline-timeout")
     running = result.running if result is not None else None
     if running is None:
         return msg + " (no test was noted as running: collection or a session-wide fixture may hang)"
@@ -154,6 +158,19 @@ def _timed_out(test_cmd: str, result: JobResult | None) -> str:
             f"pytest-timeout (`--timeout=60`)")
 
 
+def _no_report(test_cmd: str, results: list[JobResult]) -> str:
+    """The message of a baseline run that wrote no pytest report: which run, how it ended (a
+    signal names a crash or a kill), and its output's last lines (the sandbox's limit notes)."""
+    which, bad = next((i, r) for i, r in enumerate(results) if r.report is None)
+    code = bad.exit_code
+    sig = -code if code < 0 else code - 128 if 128 < code < 128 + 65 else 0
+    name = next((s.name for s in signal.Signals if s.value == sig), f"signal {sig}") if sig else ""
+    ended = f"was killed by {name}" if name else f"exited with status {code}"
+    tail = bad.output.strip()[-800:]
+    return (f"repository without passing tests: `{test_cmd}` wrote no pytest report in {_RUNS[which]}: pytest "
+            f"{ended} (it did not run, or crashed before the end)" + (f"; its output ends:\n{tail}" if tail else ""))
+
+
 def _crash_line(failure: Failure | None) -> str:
     """The first non-empty line of a failed test's crash message ('' when it has none)."""
     message = failure.message if failure is not None else ""
@@ -161,19 +178,19 @@ def _crash_line(failure: Failure | None) -> str:
 
 
 def _check_baseline(runs: list[TestRun | None], test_cmd: str, results: list[JobResult] | None = None,
-                    max_failures: float = 0.1) -> BaselineCheck:
+                    max_failures: float = 0.1, timeout: float = 600.0) -> BaselineCheck:
     """The stable and the excluded tests of the baseline's runs; GenerateError when the
-    repository cannot be used (no report, a timeout, collection errors, no passing test, more
-    than `max_failures` of its tests failing in every run)."""
+    repository cannot be used (a timeout of either run, no report, collection errors, no passing
+    test, more than `max_failures` of its tests failing in every run)."""
+    stopped = next((i for i, r in enumerate(runs) if r is not None and r.timed_out), None)
+    if stopped is not None:  # the coverage run's too: its record would be a part of the suite's
+        raise GenerateError(_timed_out(test_cmd, results[stopped] if results else None, timeout, stopped))
     if any(r is None for r in runs):
-        tail = next((r.output.strip()[-800:] for r in results or [] if r.report is None and r.output.strip()), "")
-        raise GenerateError(f"repository without passing tests: `{test_cmd}` wrote no pytest report "
-                            "(pytest did not run, or crashed before the end)"
-                            + (f"; its output ends:\n{tail}" if tail else ""))
+        if results:
+            raise GenerateError(_no_report(test_cmd, results))
+        raise GenerateError(f"repository without passing tests: `{test_cmd}` wrote no pytest report")
     assert all(r is not None for r in runs)
     first = runs[0]
-    if first.timed_out:  # type: ignore[union-attr]
-        raise GenerateError(_timed_out(test_cmd, results[0] if results else None))
     if first.collect_errors:  # type: ignore[union-attr]
         # A file that does not collect hides how many tests it holds: no fraction can be judged.
         files = first.collect_errors  # type: ignore[union-attr]

@@ -28,6 +28,9 @@ class GenerateConfig:
     max_baseline_failures: float = 0.1
     """Tests failing on the unmodified repository are excluded from every check; more than this
     share of them refuses the repository (`--max-baseline-failures`)."""
+    baseline_timeout: float = 600.0
+    """Seconds each of the two baseline runs of the whole suite may take (`--baseline-timeout`);
+    the second runs under the coverage plugin, slower. Guard parity's runs get it too."""
     max_broken_frac: float = 0.5
     """A mutant breaking more than this share of the tests is not a local bug."""
     pass_to_pass: int = 10

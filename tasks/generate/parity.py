@@ -34,7 +34,7 @@ from fixrl.tasks.check.run import CheckResult
 from fixrl.tasks.format.loader import load_suite_config, load_task, task_defaults
 from fixrl.tasks.format.materialize import materialize
 from fixrl.tasks.format.schema import Task
-from fixrl.tasks.generate.baseline import BASELINE_TIMEOUT, Baseline
+from fixrl.tasks.generate.baseline import Baseline
 from fixrl.tasks.generate.commands import check_command
 from fixrl.tasks.generate.config import GenerateConfig
 from fixrl.tasks.generate.progress import GenProgress
@@ -84,7 +84,7 @@ def guard_parity(written: Written, base: Baseline, test_cmd: str, cfg: GenerateC
     with tempfile.TemporaryDirectory(prefix="fixrl-parity-") as tmp, \
             SandboxPool(1, backend=cfg.backend) as pool, \
             pool.acquire(materialize(task, Path(tmp) / "clean", "fixed"), image=task.sandbox_image) as sb:
-        probe = _Probe(task, sb, test_cmd, base, progress)
+        probe = _Probe(task, sb, test_cmd, base, progress, cfg.baseline_timeout)
         seconds = probe.timed_clean_run()
     changed = {}
     if probe.new:
@@ -108,6 +108,8 @@ class _Probe:
     test_cmd: str
     base: Baseline
     progress: GenProgress
+    timeout: float
+    """Seconds a run may take (the baseline's)."""
     new: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -144,7 +146,7 @@ class _Probe:
 
     def run(self, command: str) -> CheckResult | None:
         """One guarded run; its new guard-only tests join `new`. None when it did not finish."""
-        res = run_public_tests(self.task, self.sb, command, BASELINE_TIMEOUT, {})
+        res = run_public_tests(self.task, self.sb, command, self.timeout, {})
         if res.outcome == "error" or res.timed_out:  # the sandbox's failure or time: validation tells
             self.progress.note(f"guard parity: a guarded run did not finish ({res.reason[:200]})")
             return None

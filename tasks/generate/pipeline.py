@@ -211,6 +211,8 @@ def check_inputs(repo: Path, out: Path, test_cmd: str, cfg: GenerateConfig) -> t
         raise GenerateError(f"--max must be at least 1, got {cfg.max_tasks}")
     if not 0 <= cfg.heldout_frac < 1:
         raise GenerateError(f"--heldout-frac must be in [0, 1), got {cfg.heldout_frac}")
+    if not cfg.baseline_timeout > 0:
+        raise GenerateError(f"--baseline-timeout must be a number of seconds > 0, got {cfg.baseline_timeout}")
     if not 0 <= cfg.max_baseline_failures <= 1:
         raise GenerateError(f"--max-baseline-failures must be in [0, 1], got {cfg.max_baseline_failures}")
     if cfg.max_per_function is not None and cfg.max_per_function < 1:

@@ -118,6 +118,9 @@ def register(sub) -> None:
     g.add_argument("--max-baseline-failures", type=_fraction, default=0.1, metavar="FRAC",
                    help="tests failing on the unmodified repository are excluded from every check; more than this "
                         "share of them refuses the repository (default: 0.1)")
+    g.add_argument("--baseline-timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="seconds each of the two baseline runs of the whole suite may take; the second runs under "
+                        "coverage, slower (default: 600)")
     g.add_argument("--repeats", type=_positive_int, default=2, metavar="K",
                    help="validation runs of each task's check per state; a task whose verdicts differ is "
                         "dropped as flaky (default: 2)")
@@ -321,7 +324,8 @@ def generate(args) -> int:
                    workers=args.workers, ops=args.operators, files=args.files, functions=args.functions,
                    exclude_private=args.exclude_private, max_per_function=args.max_per_function,
                    select=args.select, repeats=args.repeats, progress=True, progress_every=args.progress_every,
-                   environment=args.environment, max_baseline_failures=args.max_baseline_failures)
+                   environment=args.environment, max_baseline_failures=args.max_baseline_failures,
+                   baseline_timeout=args.baseline_timeout)
     if args.progress_every <= 0:
         raise UserError(f"--progress-every {args.progress_every}: must be a number of seconds > 0")
     if args.ray is None:

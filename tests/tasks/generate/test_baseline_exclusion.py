@@ -8,8 +8,9 @@ import yaml
 from test_pipeline import TESTS, make_repo
 
 from fixrl.tasks.format.pytest_command import parse_pytest_command
-from fixrl.tasks.generate.baseline import TestRun, _check_baseline
+from fixrl.tasks.generate.baseline import TestRun, _check_baseline, as_test_run
 from fixrl.tasks.generate.config import GenerateError
+from fixrl.tasks.generate.execute import JobResult
 from fixrl.tasks.generate.pipeline import generate
 from fixrl.tasks.generate.staging import public_command
 
@@ -43,6 +44,24 @@ def test_collection_errors_say_how_to_ignore_the_files():
     run = TestRun({"t.py::p": "passed"}, {}, 2, 1.0, collect_errors=["tests/test_tz.py"])
     with pytest.raises(GenerateError, match="collection errors in tests/test_tz.py.*--ignore tests/test_tz.py"):
         _check_baseline([run, run], "python -m pytest")
+
+
+def test_a_run_without_a_report_or_out_of_time_is_named_with_how_it_ended():
+    """cattrs 26.2.1: the coverage run stopped at 82% of the suite and the message said only
+    "wrote no pytest report", neither which run nor how it ended; a coverage run out of time
+    (the slower one) was not reported as such at all."""
+    ok = JobResult({"tests": {"t.py::p": {"outcome": "passed"}}}, None, 0, 1.0, False, True)
+    killed = JobResult(None, None, -9, 80.0, False, True, output="t.py::p PASSED [ 82%]")
+    crashed = JobResult(None, None, 139, 80.0, False, True)
+    late = JobResult(None, None, -9, 30.0, True, True, running="t.py::slow")
+    runs = [as_test_run(r) for r in (ok, killed)]
+    with pytest.raises(GenerateError, match=r"(?s)in the coverage run .*: pytest was killed by SIGKILL.*ends:\nt.py::p PASSED"):
+        _check_baseline(runs, "python -m pytest", [ok, killed])
+    with pytest.raises(GenerateError, match="in the baseline run: pytest was killed by SIGSEGV"):
+        _check_baseline([None, as_test_run(ok)], "python -m pytest", [crashed, ok])
+    with pytest.raises(GenerateError, match=r"did not finish in 30 s in the coverage run .*raise --baseline-timeout.*"
+                                            r"t.py::slow"):
+        _check_baseline([as_test_run(ok), as_test_run(late)], "python -m pytest", [ok, late], timeout=30.0)
 
 
 def test_public_command_deselects_excluded_ids_and_stays_a_pytest_command():
