@@ -15,6 +15,7 @@ import collections
 import datetime
 import enum
 import fractions
+import gc
 import shutil
 import sys
 import types
@@ -39,6 +40,7 @@ def state(root: Path, changed=(), originals=None):
         root=str(root), changed={str(root / p): frozenset() for p in changed}, hidden=set(), hidden_names=set(),
         originals={str(root / p): v for p, v in (originals or {}).items()}, original_methods={},
         original_compiled={}, modules=sys.modules, install_dirs=("/nowhere/",), code_taint={}, cache={}, tainted={},
+        gc_isenabled=gc.isenabled, gc_disable=gc.disable, gc_enable=gc.enable,
         compile=compile, only_ast=ast.PyCF_ONLY_AST, fix_locations=ast.fix_missing_locations, stat=lambda p: Path(p).stat(),
         ast=types.SimpleNamespace(**{k: v for k, v in vars(ast).items() if isinstance(v, type)}))
 
@@ -60,6 +62,74 @@ class Version:
         return isinstance(other, Version) and self.n == other.n
 
     __hash__ = None
+
+
+class FrozenMap(dict):
+    """A hashable dict (werkzeug's `ImmutableDict`): reduced to an exact dict, which no set holds."""
+
+    def __hash__(self):
+        return hash(frozenset(self.items()))
+
+
+class FrozenList(list):
+    def __hash__(self):
+        return hash(tuple(self))
+
+
+class Liar(dict):
+    """The agent's dict: what it holds is wrong, but its iteration, `keys()` and `[]` answer the
+    expected data.
+    `dict.copy` of it calls those (stop 42's reduction did: the guard itself made it equal)."""
+
+    def __iter__(self):
+        return iter(["a"])
+
+    def keys(self):
+        return ["a"]
+
+    def __getitem__(self, key):
+        return 1
+
+
+class LiarOrdered(collections.OrderedDict):
+    __iter__, keys, __getitem__ = Liar.__iter__, Liar.keys, Liar.__getitem__
+
+
+def moved(od, key):
+    od.move_to_end(key)
+    return od
+
+
+class OwnEqDict(dict):
+    """A dict with a comparison of its own and dict's `in` (werkzeug's OrderedMultiDict)."""
+
+    def __eq__(self, other):
+        return isinstance(other, OwnEqDict) and dict.__eq__(self, other)
+
+    __hash__ = None
+
+
+@pytest.mark.parametrize(("left", "right", "sides_", "op", "want"), [
+    (Liar(b=2), {"a": 1}, (False, True), "Eq", False),  # what it holds decides, as in Python
+    (LiarOrdered(b=2), collections.OrderedDict(a=1), (False, True), "Eq", False),
+    (Liar(b=2), [{"a": 1}], (False, True), "In", False),
+    (moved(collections.OrderedDict(a=1, b=2), "a"), collections.OrderedDict(b=2, a=1), (False, True), "Eq", True),
+    ("x", OwnEqDict(x=1), (True, False), "In", True),  # werkzeug: `"x" in ordered_multi_dict`
+    ("y", OwnEqDict(x=1), (True, False), "In", False),
+    ("x", OwnEqDict(x=1), (True, False), "NotIn", False),
+    (FrozenMap(a=1), {FrozenMap(a=1)}, (False, True), "In", True),  # werkzeug: `immutable in {immutable}`
+    (FrozenMap(a=1), {FrozenMap(a=2)}, (False, True), "In", False),
+    (FrozenMap(a=1), {FrozenMap(a=1): 0}, (False, True), "NotIn", False),
+    ({FrozenMap(a=1), 2}, {2, FrozenMap(a=1)}, (False, True), "Eq", True),
+    ({FrozenMap(a=1): 1}, {FrozenMap(a=2): 1}, (False, True), "Eq", False),
+    (frozenset({(FrozenList([1]), 2)}), frozenset({(FrozenList([1]), 2)}), (False, True), "Eq", True),
+    ({"k": [1]}.items(), {"k": [1]}.items(), (False, True), "Eq", True),  # a view's pair with a list in it
+    ({"k": [1]}.items(), {"k": [2]}.items(), (False, True), "Eq", False),
+])
+def test_a_reduced_container_keeps_its_built_in_search(tmp_path, left, right, sides_, op, want):
+    plain = {"Eq": lambda: left == right, "In": lambda: left in right, "NotIn": lambda: left not in right}[op]
+    assert plain() is want  # what Python itself says
+    assert equal._decided(state(tmp_path), op, (left, right), sides_) is want
 
 
 @pytest.mark.parametrize(("left", "right", "sides_", "op", "want"), [

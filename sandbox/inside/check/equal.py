@@ -159,6 +159,50 @@ class _ByOriginal:
         return repr(self.held)
 
 
+class _Hashed:
+    """A set's item or a dict's key that reduction made unhashable: a hashable subclass of
+    dict or list (werkzeug's `ImmutableDict`) becomes the exact dict or list, which no set
+    holds (`assert immutable in {immutable}` raised "unhashable type: 'dict'" in the test, for
+    any fix). It compares as what it holds and hashes to one constant, which agrees with any
+    equality: a set of such items is searched item by item."""
+
+    __slots__ = ("held",)
+
+    def __init__(self, held):
+        self.held = held
+
+    def __eq__(self, other):
+        return self.held == (other.held if type(other) is _Hashed else other)
+
+    def __ne__(self, other):
+        return self.held != (other.held if type(other) is _Hashed else other)
+
+    def __hash__(self):
+        return 0x5EED
+
+    def __repr__(self):
+        return repr(self.held)
+
+
+_UNHASHABLE = (dict, list, set)
+_HASH_CONTAINERS = (set, frozenset, dict, collections.Counter, collections.OrderedDict)
+"""Reduced containers that look their items up by hash: the item `in` asks about is a key."""
+
+
+def _key(value):
+    """A reduced value as a set's item or a dict's key: itself, or a `_Hashed` around it when it
+    is reduced data no set can hold (an exact dict, list or set; a tuple holding one)."""
+    tp = type(value)
+    if tp in _UNHASHABLE:
+        return _Hashed(value)
+    if tp is tuple:
+        try:
+            hash(value)
+        except TypeError:
+            return _Hashed(value)
+    return value
+
+
 def _decided(st, op, values, sides):
     """The result of `values[0] OP values[1]` for op Eq/NotEq/In/NotIn, with the agent's
     operands (sides[i] False) reduced to plain data and every operand's repository objects
@@ -174,6 +218,8 @@ def _decided(st, op, values, sides):
         reduced = (_plain_of(st, left, sides[0], budget, {}, False),
                    _plain_of(st, right, sides[1], budget, {}, keep_container))
     a, b = reduced
+    if op in ("In", "NotIn") and reduced is not values and type(b) in _HASH_CONTAINERS:
+        a = _key(a)
     if op == "Eq":
         return a == b
     if op == "NotEq":
@@ -201,11 +247,15 @@ def _plain_of(st, value, expected, budget, memo, keep):
     contains = _original_membership(st, mro) if keep else None
     if contains is not None:
         return _ByOriginalMembership(value, contains)  # werkzeug's Accept, a list of (value, quality) pairs
+    owner, eq = _resolved(mro, "__eq__")
     if keep:
+        searcher, _ = _resolved(mro, "__contains__")
+        if searcher in _EXACT_CONTAINERS and searcher is not owner:
+            # werkzeug's OrderedMultiDict: its own `__eq__`, dict's `in`: searched as the dict it is
+            return _rebuilt(st, value, tp, searcher, expected, budget, memo)
         rebuilt = _trusted_container(st, value, tp, mro, expected, budget, memo)
         if rebuilt is not None:
             return rebuilt  # os.environ, a UserList: a library's class around reduced state
-    owner, eq = _resolved(mro, "__eq__")
     for base in _EXACT_CONTAINERS:
         if base in mro and owner is base:
             return _rebuilt(st, value, tp, base, expected, budget, memo)
@@ -388,19 +438,32 @@ def _resolved(mro, name):
     return None, None
 
 
-def _rebuilt(st, value, tp, base, expected, budget, memo):
-    """An exact `base` holding `value`'s items, reduced, read through `base`'s own C methods.
-    A dict or set is read from its C copy, made in one call: reading it item by item allocates,
-    the collector may run in between, and a weakref callback it runs may change it (jinja2's
+def _dict_pairs(st, value, keys=dict.keys, values=dict.values):
+    """(key, value) pairs of a dict's own storage, read by C views only, with the collector off.
+    Not `dict.copy`: on a subclass that defines `__iter__` it calls the subclass's `keys()` and
+    `__getitem__` -- the agent's code, whose answers would become the reduced data (a dict of the
+    agent's, empty, that "copies" as the expected one). The collector is off because reading
+    allocates: a collection in between may run a weakref callback that changes the dict (jinja2's
     ModuleLoader removes its module from `sys.modules` so: "dictionary changed size during
-    iteration", raised in the test)."""
+    iteration", raised in the test). OrderedDict's own views give its own order."""
+    was = st.gc_isenabled()
+    st.gc_disable()
+    try:
+        return list(zip(keys(value), values(value)))
+    finally:
+        if was:
+            st.gc_enable()
+
+
+def _rebuilt(st, value, tp, base, expected, budget, memo):
+    """An exact `base` holding `value`'s items, reduced, read through `base`'s own C methods
+    (a dict: `_dict_pairs`; a set from its C copy, made in one call)."""
     if base is dict:
-        items = dict.copy(value)
-        pairs = list(zip(dict.keys(items), dict.values(items)))
+        pairs = _dict_pairs(st, value)
         out = {}
         memo[id(value)] = (value, out)
         for k, v in pairs:
-            out[_plain_of(st, k, expected, budget, memo, False)] = _plain_of(st, v, expected, budget, memo, False)
+            out[_key(_plain_of(st, k, expected, budget, memo, False))] = _plain_of(st, v, expected, budget, memo, False)
         return out
     items = list(base.__iter__(set.copy(value) if base is set else value))
     if base is list:
@@ -408,7 +471,9 @@ def _rebuilt(st, value, tp, base, expected, budget, memo):
         memo[id(value)] = (value, out)
         out.extend(_plain_of(st, v, expected, budget, memo, False) for v in items)
         return out
-    return base(_plain_of(st, v, expected, budget, memo, False) for v in items)
+    if base is tuple:
+        return tuple(_plain_of(st, v, expected, budget, memo, False) for v in items)
+    return base(_key(_plain_of(st, v, expected, budget, memo, False)) for v in items)
 
 
 def _rebuilt_special(st, value, tp, mro, expected, budget, memo):
@@ -419,10 +484,11 @@ def _rebuilt_special(st, value, tp, mro, expected, budget, memo):
     def red(v):
         return _plain_of(st, v, expected, budget, memo, False)
 
-    if collections.Counter in mro or collections.OrderedDict in mro:
-        items = dict.copy(value)  # one C call: see `_rebuilt`
-        pairs = ((red(k), red(v)) for k, v in zip(dict.keys(items), dict.values(items)))
-        return collections.Counter(dict(pairs)) if collections.Counter in mro else collections.OrderedDict(pairs)
+    if collections.OrderedDict in mro:
+        pairs = _dict_pairs(st, value, collections.OrderedDict.keys, collections.OrderedDict.values)
+        return collections.OrderedDict((_key(red(k)), red(v)) for k, v in pairs)
+    if collections.Counter in mro:
+        return collections.Counter({_key(red(k)): red(v) for k, v in _dict_pairs(st, value)})
     if collections.deque in mro:
         return collections.deque((red(v) for v in collections.deque.__iter__(value)),
                                  _DEQUE_MAXLEN(value))
@@ -431,8 +497,8 @@ def _rebuilt_special(st, value, tp, mro, expected, budget, memo):
     if slice in mro:
         return slice(red(_SLICE_START(value)), red(_SLICE_STOP(value)), red(_SLICE_STEP(value)))
     if tp is _VIEWS[0]:
-        return frozenset(red(v) for v in value)
-    return frozenset((red(k), red(v)) for k, v in value)
+        return frozenset(_key(red(v)) for v in value)
+    return frozenset(_key((red(k), red(v))) for k, v in value)  # a value may be a list: the pair a `_Hashed`
 
 
 def _original_method(st, tp, mro):

@@ -267,3 +267,56 @@ MANGLED = textwrap.dedent("""\
 def test_an_inherited_original_membership_test_with_private_names(pool, tmp_path, cut, outcome):
     r = judge(pool, tmp_path, {"calc.py": MANGLED.format(cut=cut)}, "calc", "calc.py", MANGLED.format(cut="[1:]"))
     assert r.outcome == outcome, (r.reason, r.tests, r.output[-1500:])
+
+
+# The agent's dict subclass that holds the wrong items and answers the expected ones through its
+# `__iter__`, `keys()` and `[]`: stop 42 read a dict with `dict.copy`, which calls those on such
+# a subclass, so the guard itself made the bug's result equal (a false 1). Python compares what
+# the dict holds; so does the guard now.
+TABLE = textwrap.dedent("""\
+    class Row:  # the original defines such dunders: the agent may too
+        def __iter__(self):
+            return iter(())
+
+        def __getitem__(self, key):
+            return key
+
+
+    def table(items):
+        return dict(items{cut})
+""")
+TABLE_HIDDEN = textwrap.dedent("""\
+    from calc import table
+
+
+    def test_table():
+        assert table([("a", 1), ("b", 2)]) == {"a": 1, "b": 2}
+""")
+TABLE_LIAR = TABLE.format(cut="[1:]") + textwrap.dedent("""\
+
+
+    class Table(dict):
+        def __iter__(self):
+            return iter(("a", "b"))
+
+        def keys(self):
+            return ["a", "b"]
+
+        def __getitem__(self, key):
+            return {"a": 1, "b": 2}[key]
+
+
+    def table(items):  # noqa: F811
+        return Table(items[1:])
+""")
+
+
+@pytest.mark.parametrize("calc, outcome", [(TABLE.format(cut=""), "pass"), (TABLE_LIAR, "fail")], ids=["fixed", "liar"])
+def test_a_dict_is_read_from_what_it_holds(pool, tmp_path, calc, outcome):
+    ws = write_repo(tmp_path / "ws", {"calc.py": calc})
+    test = "tests/test_hidden.py::test_table"
+    task = Task.model_validate(fix_task("t", repo=str(ws), check={
+        "files": {"tests/test_hidden.py": TABLE_HIDDEN}, "tests": [test], "timeout": 30}))
+    with pool.acquire(ws) as sb:
+        r = run_check(task, sb, guard=spec_for({"calc.py": (TABLE.format(cut="[1:]"), None)}))
+    assert r.outcome == outcome, (r.reason, r.tests, r.output[-1500:])
