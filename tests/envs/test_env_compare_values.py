@@ -64,22 +64,10 @@ class Version:
     __hash__ = None
 
 
-class FrozenMap(dict):
-    """A hashable dict (werkzeug's `ImmutableDict`): reduced to an exact dict, which no set holds."""
-
-    def __hash__(self):
-        return hash(frozenset(self.items()))
-
-
-class FrozenList(list):
-    def __hash__(self):
-        return hash(tuple(self))
-
-
 class Liar(dict):
     """The agent's dict: what it holds is wrong, but its iteration, `keys()` and `[]` answer the
-    expected data.
-    `dict.copy` of it calls those (stop 42's reduction did: the guard itself made it equal)."""
+    expected data. `dict.copy` of it calls those (stop 42's reduction did: the guard itself made
+    it equal)."""
 
     def __iter__(self):
         return iter(["a"])
@@ -100,6 +88,12 @@ def moved(od, key):
     return od
 
 
+def stored_past(od, key, value):
+    """`od` with `key` in its dict storage only: its views never show it (red team 43)."""
+    dict.__setitem__(od, key, value)
+    return od
+
+
 class OwnEqDict(dict):
     """A dict with a comparison of its own and dict's `in` (werkzeug's OrderedMultiDict)."""
 
@@ -114,19 +108,13 @@ class OwnEqDict(dict):
     (LiarOrdered(b=2), collections.OrderedDict(a=1), (False, True), "Eq", False),
     (Liar(b=2), [{"a": 1}], (False, True), "In", False),
     (moved(collections.OrderedDict(a=1, b=2), "a"), collections.OrderedDict(b=2, a=1), (False, True), "Eq", True),
+    (stored_past(collections.OrderedDict(a=1), "x", 2), {"a": 1}, (False, True), "Eq", False),
+    (stored_past(collections.OrderedDict(a=1), "x", 2), collections.OrderedDict(a=1), (False, True), "Eq", False),
     ("x", OwnEqDict(x=1), (True, False), "In", True),  # werkzeug: `"x" in ordered_multi_dict`
     ("y", OwnEqDict(x=1), (True, False), "In", False),
     ("x", OwnEqDict(x=1), (True, False), "NotIn", False),
-    (FrozenMap(a=1), {FrozenMap(a=1)}, (False, True), "In", True),  # werkzeug: `immutable in {immutable}`
-    (FrozenMap(a=1), {FrozenMap(a=2)}, (False, True), "In", False),
-    (FrozenMap(a=1), {FrozenMap(a=1): 0}, (False, True), "NotIn", False),
-    ({FrozenMap(a=1), 2}, {2, FrozenMap(a=1)}, (False, True), "Eq", True),
-    ({FrozenMap(a=1): 1}, {FrozenMap(a=2): 1}, (False, True), "Eq", False),
-    (frozenset({(FrozenList([1]), 2)}), frozenset({(FrozenList([1]), 2)}), (False, True), "Eq", True),
-    ({"k": [1]}.items(), {"k": [1]}.items(), (False, True), "Eq", True),  # a view's pair with a list in it
-    ({"k": [1]}.items(), {"k": [2]}.items(), (False, True), "Eq", False),
 ])
-def test_a_reduced_container_keeps_its_built_in_search(tmp_path, left, right, sides_, op, want):
+def test_a_reduced_container_is_what_it_holds_searched_as_its_built_in(tmp_path, left, right, sides_, op, want):
     plain = {"Eq": lambda: left == right, "In": lambda: left in right, "NotIn": lambda: left not in right}[op]
     assert plain() is want  # what Python itself says
     assert equal._decided(state(tmp_path), op, (left, right), sides_) is want

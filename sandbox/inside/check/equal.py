@@ -159,50 +159,6 @@ class _ByOriginal:
         return repr(self.held)
 
 
-class _Hashed:
-    """A set's item or a dict's key that reduction made unhashable: a hashable subclass of
-    dict or list (werkzeug's `ImmutableDict`) becomes the exact dict or list, which no set
-    holds (`assert immutable in {immutable}` raised "unhashable type: 'dict'" in the test, for
-    any fix). It compares as what it holds and hashes to one constant, which agrees with any
-    equality: a set of such items is searched item by item."""
-
-    __slots__ = ("held",)
-
-    def __init__(self, held):
-        self.held = held
-
-    def __eq__(self, other):
-        return self.held == (other.held if type(other) is _Hashed else other)
-
-    def __ne__(self, other):
-        return self.held != (other.held if type(other) is _Hashed else other)
-
-    def __hash__(self):
-        return 0x5EED
-
-    def __repr__(self):
-        return repr(self.held)
-
-
-_UNHASHABLE = (dict, list, set)
-_HASH_CONTAINERS = (set, frozenset, dict, collections.Counter, collections.OrderedDict)
-"""Reduced containers that look their items up by hash: the item `in` asks about is a key."""
-
-
-def _key(value):
-    """A reduced value as a set's item or a dict's key: itself, or a `_Hashed` around it when it
-    is reduced data no set can hold (an exact dict, list or set; a tuple holding one)."""
-    tp = type(value)
-    if tp in _UNHASHABLE:
-        return _Hashed(value)
-    if tp is tuple:
-        try:
-            hash(value)
-        except TypeError:
-            return _Hashed(value)
-    return value
-
-
 def _decided(st, op, values, sides):
     """The result of `values[0] OP values[1]` for op Eq/NotEq/In/NotIn, with the agent's
     operands (sides[i] False) reduced to plain data and every operand's repository objects
@@ -218,8 +174,6 @@ def _decided(st, op, values, sides):
         reduced = (_plain_of(st, left, sides[0], budget, {}, False),
                    _plain_of(st, right, sides[1], budget, {}, keep_container))
     a, b = reduced
-    if op in ("In", "NotIn") and reduced is not values and type(b) in _HASH_CONTAINERS:
-        a = _key(a)
     if op == "Eq":
         return a == b
     if op == "NotEq":
@@ -438,6 +392,9 @@ def _resolved(mro, name):
     return None, None
 
 
+_DICT_LEN = dict.__len__
+
+
 def _dict_pairs(st, value, keys=dict.keys, values=dict.values):
     """(key, value) pairs of a dict's own storage, read by C views only, with the collector off.
     Not `dict.copy`: on a subclass that defines `__iter__` it calls the subclass's `keys()` and
@@ -463,7 +420,7 @@ def _rebuilt(st, value, tp, base, expected, budget, memo):
         out = {}
         memo[id(value)] = (value, out)
         for k, v in pairs:
-            out[_key(_plain_of(st, k, expected, budget, memo, False))] = _plain_of(st, v, expected, budget, memo, False)
+            out[_plain_of(st, k, expected, budget, memo, False)] = _plain_of(st, v, expected, budget, memo, False)
         return out
     items = list(base.__iter__(set.copy(value) if base is set else value))
     if base is list:
@@ -471,9 +428,7 @@ def _rebuilt(st, value, tp, base, expected, budget, memo):
         memo[id(value)] = (value, out)
         out.extend(_plain_of(st, v, expected, budget, memo, False) for v in items)
         return out
-    if base is tuple:
-        return tuple(_plain_of(st, v, expected, budget, memo, False) for v in items)
-    return base(_key(_plain_of(st, v, expected, budget, memo, False)) for v in items)
+    return base(_plain_of(st, v, expected, budget, memo, False) for v in items)
 
 
 def _rebuilt_special(st, value, tp, mro, expected, budget, memo):
@@ -486,9 +441,13 @@ def _rebuilt_special(st, value, tp, mro, expected, budget, memo):
 
     if collections.OrderedDict in mro:
         pairs = _dict_pairs(st, value, collections.OrderedDict.keys, collections.OrderedDict.values)
-        return collections.OrderedDict((_key(red(k)), red(v)) for k, v in pairs)
+        if len(pairs) != _DICT_LEN(value):
+            # a key put in its dict storage past the OrderedDict's own methods (`dict.__setitem__`):
+            # its views never show it, Python's `==` with a dict sees it. No honest result.
+            return value if expected else _Opaque(value)
+        return collections.OrderedDict((red(k), red(v)) for k, v in pairs)
     if collections.Counter in mro:
-        return collections.Counter({_key(red(k)): red(v) for k, v in _dict_pairs(st, value)})
+        return collections.Counter({red(k): red(v) for k, v in _dict_pairs(st, value)})
     if collections.deque in mro:
         return collections.deque((red(v) for v in collections.deque.__iter__(value)),
                                  _DEQUE_MAXLEN(value))
@@ -497,8 +456,8 @@ def _rebuilt_special(st, value, tp, mro, expected, budget, memo):
     if slice in mro:
         return slice(red(_SLICE_START(value)), red(_SLICE_STOP(value)), red(_SLICE_STEP(value)))
     if tp is _VIEWS[0]:
-        return frozenset(_key(red(v)) for v in value)
-    return frozenset(_key((red(k), red(v))) for k, v in value)  # a value may be a list: the pair a `_Hashed`
+        return frozenset(red(v) for v in value)
+    return frozenset((red(k), red(v)) for k, v in value)
 
 
 def _original_method(st, tp, mro):

@@ -1,0 +1,1 @@
+"""A small word store."""
