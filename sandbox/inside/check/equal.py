@@ -399,7 +399,7 @@ def _dict_pairs(st, value, keys=dict.keys, values=dict.values):
     """(key, value) pairs of a dict's own storage, read by C views only, with the collector off.
     Not `dict.copy`: on a subclass that defines `__iter__` it calls the subclass's `keys()` and
     `__getitem__` -- the agent's code, whose answers would become the reduced data (a dict of the
-    agent's, empty, that "copies" as the expected one). The collector is off because reading
+    agent's that holds wrong items "copies" as the expected one). The collector is off because reading
     allocates: a collection in between may run a weakref callback that changes the dict (jinja2's
     ModuleLoader removes its module from `sys.modules` so: "dictionary changed size during
     iteration", raised in the test). OrderedDict's own views give its own order."""
